@@ -1,0 +1,23 @@
+//! tasklatch-core: durable task notifications that are never lost, never duplicated and never
+//! noisy.
+//!
+//! The engine is a set of lease-guarded state transitions over one row per task. This crate
+//! holds the domain ([`task`], [`event`], [`status`]), the pure transitions
+//! ([`transitions`]), the storage contract ([`store::Store`]) with its executable
+//! specification ([`mem_store::MemStore`]), the ports to the outside world ([`ports`]) and the
+//! three loops ([`engine::Engine`]). It knows nothing of SQL or simulation, and never reads a
+//! system clock or OS randomness.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod canonical;
+pub mod event;
+pub mod ids;
+pub mod lease;
+pub mod mutation;
+pub mod policy;
+pub mod secret;
+pub mod snapshot;
+pub mod status;
+pub mod task;
+pub mod time;

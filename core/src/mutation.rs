@@ -1,0 +1,206 @@
+//! Planted bugs for the simulation's mutation campaign.
+//!
+//! Each [`Mutant`] is a one-line deviation from DOMAIN.md, switched on per thread with
+//! [`activate`]. Without the `mutations` cargo feature (every normal build) [`active`] is a
+//! constant `false` and the optimiser removes every planted branch.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A planted bug. The names are the `--mutant` spellings.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mutant {
+    /// record_event treats every event as changed.
+    FingerprintCheckSkipped,
+    /// An unchanged fingerprint still bumps `event_version`.
+    VersionBumpWithoutChange,
+    /// Lease guards ignore expiry.
+    LeaseExpiryNotChecked,
+    /// Lease guards compare the owner only, not the claim's token.
+    LeaseTokenNotChecked,
+    /// A 409 busy thread counts as a delivery failure.
+    BusyCountedAsFailure,
+    /// A 409 keeps the frozen snapshot instead of rebuilding from the latest event.
+    BusyDeliversStaleSnapshot,
+    /// A 404 thread-gone is retried like a transient error.
+    ThreadGoneRetried,
+    /// The failure budget is checked after the launch instead of before.
+    BudgetCheckedAfterLaunch,
+    /// A dead-lettered channel stays dead when a new event arrives.
+    DeadLetterNotRevived,
+    /// A failed run is retried with the same attempt (its idempotency key is reused).
+    AttemptNotBumpedAfterFailedRun,
+    /// A launch error bumps the attempt (a new key for a run that may exist).
+    AttemptBumpedAfterLaunchError,
+    /// A repeated cancel request clears the cancel lease.
+    CancelRepeatClearsLease,
+    /// A poll result is applied even after a cancel request.
+    PollAppliedAfterCancel,
+    /// The run ledger creates a new run for a key it has seen.
+    LedgerUniquenessDropped,
+    /// A new event overwrites the in-flight frozen snapshot.
+    InFlightSnapshotOverwritten,
+}
+
+impl Mutant {
+    /// Every planted bug.
+    pub const ALL: [Mutant; 15] = [
+        Mutant::FingerprintCheckSkipped,
+        Mutant::VersionBumpWithoutChange,
+        Mutant::LeaseExpiryNotChecked,
+        Mutant::LeaseTokenNotChecked,
+        Mutant::BusyCountedAsFailure,
+        Mutant::BusyDeliversStaleSnapshot,
+        Mutant::ThreadGoneRetried,
+        Mutant::BudgetCheckedAfterLaunch,
+        Mutant::DeadLetterNotRevived,
+        Mutant::AttemptNotBumpedAfterFailedRun,
+        Mutant::AttemptBumpedAfterLaunchError,
+        Mutant::CancelRepeatClearsLease,
+        Mutant::PollAppliedAfterCancel,
+        Mutant::LedgerUniquenessDropped,
+        Mutant::InFlightSnapshotOverwritten,
+    ];
+
+    /// The `--mutant` spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::FingerprintCheckSkipped => "fingerprint-check-skipped",
+            Mutant::VersionBumpWithoutChange => "version-bump-without-change",
+            Mutant::LeaseExpiryNotChecked => "lease-expiry-not-checked",
+            Mutant::LeaseTokenNotChecked => "lease-token-not-checked",
+            Mutant::BusyCountedAsFailure => "busy-counted-as-failure",
+            Mutant::BusyDeliversStaleSnapshot => "busy-delivers-stale-snapshot",
+            Mutant::ThreadGoneRetried => "thread-gone-retried",
+            Mutant::BudgetCheckedAfterLaunch => "budget-checked-after-launch",
+            Mutant::DeadLetterNotRevived => "dead-letter-not-revived",
+            Mutant::AttemptNotBumpedAfterFailedRun => "attempt-not-bumped-after-failed-run",
+            Mutant::AttemptBumpedAfterLaunchError => "attempt-bumped-after-launch-error",
+            Mutant::CancelRepeatClearsLease => "cancel-repeat-clears-lease",
+            Mutant::PollAppliedAfterCancel => "poll-applied-after-cancel",
+            Mutant::LedgerUniquenessDropped => "ledger-uniqueness-dropped",
+            Mutant::InFlightSnapshotOverwritten => "in-flight-snapshot-overwritten",
+        }
+    }
+
+    /// Planted bugs that also live in the Postgres adapter's SQL (lease guards, uniqueness).
+    pub fn lives_in_sql(self) -> bool {
+        matches!(
+            self,
+            Mutant::LeaseExpiryNotChecked
+                | Mutant::LeaseTokenNotChecked
+                | Mutant::PollAppliedAfterCancel
+                | Mutant::LedgerUniquenessDropped
+        )
+    }
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Mutant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mutant::ALL.iter().copied().find(|m| m.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Mutant::ALL.iter().map(|m| m.name()).collect();
+            format!("unknown mutant {s:?}; known: {}", names.join(", "))
+        })
+    }
+}
+
+#[cfg(feature = "mutations")]
+mod switch {
+    use super::Mutant;
+    use std::cell::Cell;
+
+    thread_local! {
+        static ACTIVE: Cell<Option<Mutant>> = const { Cell::new(None) };
+    }
+
+    pub fn active(m: Mutant) -> bool {
+        ACTIVE.with(|a| a.get() == Some(m))
+    }
+
+    pub fn current() -> Option<Mutant> {
+        ACTIVE.with(|a| a.get())
+    }
+
+    pub fn set(m: Option<Mutant>) -> Option<Mutant> {
+        ACTIVE.with(|a| a.replace(m))
+    }
+}
+
+/// Whether planted bug `m` is switched on for this thread. Always `false` without the
+/// `mutations` feature.
+#[inline(always)]
+pub fn active(m: Mutant) -> bool {
+    #[cfg(feature = "mutations")]
+    {
+        switch::active(m)
+    }
+    #[cfg(not(feature = "mutations"))]
+    {
+        let _ = m;
+        false
+    }
+}
+
+/// The planted bug switched on for this thread, if any.
+pub fn current() -> Option<Mutant> {
+    #[cfg(feature = "mutations")]
+    {
+        switch::current()
+    }
+    #[cfg(not(feature = "mutations"))]
+    {
+        None
+    }
+}
+
+/// Switches planted bug `m` on for this thread until the guard drops.
+#[cfg(feature = "mutations")]
+pub fn activate(m: Option<Mutant>) -> ActiveMutant {
+    ActiveMutant { previous: switch::set(m) }
+}
+
+/// Restores the previously active planted bug when dropped.
+#[cfg(feature = "mutations")]
+pub struct ActiveMutant {
+    previous: Option<Mutant>,
+}
+
+#[cfg(feature = "mutations")]
+impl Drop for ActiveMutant {
+    fn drop(&mut self) {
+        switch::set(self.previous);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut names: Vec<_> = Mutant::ALL.iter().map(|m| m.name()).collect();
+        for m in Mutant::ALL {
+            assert_eq!(m.name().parse::<Mutant>(), Ok(m));
+        }
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Mutant::ALL.len());
+        assert!("nope".parse::<Mutant>().unwrap_err().contains("known:"));
+    }
+
+    #[cfg(not(feature = "mutations"))]
+    #[test]
+    fn no_mutant_is_ever_active_in_a_normal_build() {
+        assert!(Mutant::ALL.iter().all(|m| !active(*m)));
+        assert_eq!(current(), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! Limits and timings. Every loop, string and retry has an explicit bound, and they all live here.
+
+use std::time::Duration;
+
+/// Failed deliveries of one snapshot before it is dead-lettered (DOMAIN §3).
+pub const FAILURE_BUDGET: u32 = 5;
+/// Failed remote cancels of one task before the cancel is dead-lettered (DOMAIN §6).
+pub const CANCEL_BUDGET: u32 = 5;
+/// Consecutive poll errors from which tracking is degraded (DOMAIN §4).
+pub const DEGRADED_AFTER: u32 = 3;
+/// The exponent of the poll backoff stops growing here (DOMAIN §4).
+pub const BACKOFF_EXPONENT_CAP: u32 = 16;
+/// The earliest next poll of an `input_required` task (DOMAIN §4).
+pub const INPUT_REQUIRED_FLOOR: Duration = Duration::from_secs(60);
+/// The latest next poll of any task (DOMAIN §4).
+pub const MAX_POLL_DELAY: Duration = Duration::from_secs(24 * 60 * 60);
+/// Characters of an error kept in storage (DOMAIN §4).
+pub const MAX_STORED_ERROR: usize = 4_000;
+/// Characters of an error shown to users or models (DOMAIN §4).
+pub const MAX_SHOWN_ERROR: usize = 500;
+/// Characters of a result kept as a preview; longer results are truncated and flagged.
+pub const MAX_RESULT_PREVIEW: usize = 8_000;
+/// Characters of an input request; a longer one is a protocol error.
+pub const MAX_INPUT_REQUEST: usize = 4_000;
+/// Characters of an artifact reference; a longer one is a protocol error.
+pub const MAX_ARTIFACT: usize = 4_000;
+/// Characters of a task name.
+pub const MAX_NAME: usize = 200;
+/// Characters of an id given by a caller (owner, thread, server, remote handle parts).
+pub const MAX_ID: usize = 200;
+/// Characters of driver data.
+pub const MAX_DRIVER_DATA: usize = 4_000;
+/// Tasks in the per-run context projection (DOMAIN §8).
+pub const MAX_CONTEXT_TASKS: usize = 20;
+/// Rows in one claim batch.
+pub const MAX_BATCH: usize = 1_000;
+
+/// The timings of the three loops. Every transition that schedules something reads them here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Poll interval when the server gives no hint; also the base of the poll backoff.
+    pub poll_interval: Duration,
+    /// Upper bound of the poll backoff.
+    pub max_poll_backoff: Duration,
+    /// How long a poll claim holds its lease.
+    pub poll_lease: Duration,
+    /// How long a notification claim holds its lease.
+    pub notify_lease: Duration,
+    /// How long a cancel claim holds its lease.
+    pub cancel_lease: Duration,
+    /// How long to wait before looking at a dispatched run again, and after a busy thread (409).
+    pub run_check_interval: Duration,
+    /// Base of the delivery and cancel backoff (`base × 2^failures`, capped).
+    pub retry_base: Duration,
+    /// Upper bound of the delivery and cancel backoff.
+    pub max_retry_backoff: Duration,
+    /// Delay before retrying a row after an unexpected error or an unreachable store.
+    pub release_backoff: Duration,
+    /// Rows claimed per loop pass.
+    pub batch_size: usize,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            poll_interval: Duration::from_secs(30),
+            max_poll_backoff: Duration::from_secs(60 * 60),
+            poll_lease: Duration::from_secs(60),
+            notify_lease: Duration::from_secs(60),
+            cancel_lease: Duration::from_secs(60),
+            run_check_interval: Duration::from_secs(10),
+            retry_base: Duration::from_secs(5),
+            max_retry_backoff: Duration::from_secs(15 * 60),
+            release_backoff: Duration::from_secs(5),
+            batch_size: 64,
+        }
+    }
+}
+
+impl Policy {
+    /// `base × 2^min(n, cap)`, at most `max`.
+    pub fn backoff(base: Duration, n: u32, max: Duration) -> Duration {
+        let factor = 1u32 << n.min(BACKOFF_EXPONENT_CAP);
+        base.checked_mul(factor).unwrap_or(max).min(max)
+    }
+
+    /// The delay before the next delivery or cancel attempt after `failures` counted failures.
+    pub fn retry_delay(&self, failures: u32) -> Duration {
+        Self::backoff(self.retry_base, failures.saturating_sub(1), self.max_retry_backoff)
+    }
+}
+
+/// The first `max` characters of `text` (never splits a character).
+pub fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => text[..cut].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_then_caps() {
+        let b = Duration::from_secs(1);
+        let max = Duration::from_secs(100);
+        assert_eq!(Policy::backoff(b, 0, max), Duration::from_secs(1));
+        assert_eq!(Policy::backoff(b, 3, max), Duration::from_secs(8));
+        assert_eq!(Policy::backoff(b, 7, max), max);
+        assert_eq!(Policy::backoff(b, 40, Duration::from_secs(1 << 20)), Duration::from_secs(1 << 16));
+    }
+
+    #[test]
+    fn bounded_counts_characters_not_bytes() {
+        assert_eq!(bounded("héllo", 2), "hé");
+        assert_eq!(bounded("ab", 5), "ab");
+    }
+}

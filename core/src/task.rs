@@ -1,0 +1,279 @@
+//! The task row: the single source of truth, grouped by concern (DESIGN "core").
+//!
+//! One row per task holds its identity, the last observed remote state, the poll schedule and
+//! lease, the notification outbox (the version pair) and the cancel work with its own lease.
+
+use crate::event::{Event, Fingerprint};
+use crate::ids::{OwnerId, RunId, ServerId, TaskId, ThreadId};
+use crate::lease::{Lease, LeaseKind};
+use crate::secret::RemoteHandle;
+use crate::snapshot::Observed;
+use crate::status::{CancelStatus, DeadLetterReason, NotifyStatus, RemoteStatus};
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// Who a task belongs to and what it is. Never changes after submit.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Identity {
+    /// Local task id.
+    pub task_id: TaskId,
+    /// The user who owns the task.
+    pub owner: OwnerId,
+    /// The conversation that started it; notifications are runs on this thread.
+    pub thread: ThreadId,
+    /// The remote server it runs on.
+    pub server: ServerId,
+    /// A human name, untrusted (neutralised before it reaches a model).
+    pub name: String,
+    /// The remote handle: secret.
+    pub handle: RemoteHandle,
+    /// When the task was persisted.
+    pub created_at: Timestamp,
+}
+
+/// The last remote state the engine applied.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct RemoteState {
+    /// Remote status.
+    pub status: RemoteStatus,
+    /// Result or its bounded preview.
+    pub result: Option<String>,
+    /// Whether `result` is a truncated preview.
+    pub result_truncated: bool,
+    /// Artifact reference.
+    pub artifact: Option<String>,
+    /// Remote error, bounded to the stored limit.
+    pub error: Option<String>,
+    /// What the remote job asks the user.
+    pub input_request: Option<String>,
+    /// When the user-visible state last changed (status, content, cancel request).
+    pub updated_at: Timestamp,
+    /// When a remote report was last applied.
+    pub observed_at: Option<Timestamp>,
+}
+
+impl RemoteState {
+    /// The state of a task persisted before its first report.
+    pub fn submitted(at: Timestamp) -> Self {
+        RemoteState {
+            status: RemoteStatus::Submitted,
+            result: None,
+            result_truncated: false,
+            artifact: None,
+            error: None,
+            input_request: None,
+            updated_at: at,
+            observed_at: None,
+        }
+    }
+
+    /// The state after applying `obs` at `at`; `updated_at` moves only if something changed.
+    pub fn observe(&self, obs: &Observed, at: Timestamp) -> Self {
+        let mut next = RemoteState {
+            status: obs.status,
+            result: obs.result.clone(),
+            result_truncated: obs.result_truncated,
+            artifact: obs.artifact.clone(),
+            error: obs.error.clone(),
+            input_request: obs.input_request.clone(),
+            updated_at: self.updated_at,
+            observed_at: Some(at),
+        };
+        if !next.same_content(self) {
+            next.updated_at = at;
+        }
+        next
+    }
+
+    fn same_content(&self, other: &RemoteState) -> bool {
+        self.status == other.status
+            && self.result == other.result
+            && self.result_truncated == other.result_truncated
+            && self.artifact == other.artifact
+            && self.error == other.error
+            && self.input_request == other.input_request
+    }
+}
+
+/// The class of a poll failure. Fingerprints use the class, never the text (no churn).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// The call did not answer in time.
+    Timeout,
+    /// The connection failed.
+    Connection,
+    /// The server answered with an error (5xx and the like).
+    Server,
+    /// The server asked us to slow down.
+    RateLimited,
+}
+
+impl ErrorClass {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Connection => "connection",
+            ErrorClass::Server => "server",
+            ErrorClass::RateLimited => "rate_limited",
+        }
+    }
+}
+
+/// The last poll failure: its class and bounded text.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct PollError {
+    /// What kind of failure.
+    pub class: ErrorClass,
+    /// The failure's text, bounded to the stored limit.
+    pub message: String,
+}
+
+/// The poll schedule and lease.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct PollState {
+    /// When the task is next due; `None` for terminal tasks.
+    pub next_poll_at: Option<Timestamp>,
+    /// Consecutive failed polls; tracking is degraded from [`crate::policy::DEGRADED_AFTER`].
+    pub consecutive_errors: u32,
+    /// The last poll failure while errors are consecutive.
+    pub last_error: Option<PollError>,
+    /// The poll lease, if held.
+    pub lease: Option<Lease>,
+    /// Poll claims issued so far; the next claim's token is this plus one.
+    pub claims: u64,
+}
+
+/// The notification outbox on the row: the version pair and the dispatch in flight.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Outbox {
+    /// Bumped whenever the event's fingerprint changes.
+    pub event_version: u64,
+    /// Every version up to this one is settled (delivered, dropped or dead-lettered).
+    pub notified_version: u64,
+    /// Fingerprint of the latest event; `None` when there is no event.
+    pub fingerprint: Option<Fingerprint>,
+    /// The latest event; `None` when nothing is worth saying.
+    pub event: Option<Event>,
+    /// Where the notification is.
+    pub status: NotifyStatus,
+    /// When the notification loop may next claim the row.
+    pub due_at: Timestamp,
+    /// The notification lease, if held.
+    pub lease: Option<Lease>,
+    /// Notification claims issued so far.
+    pub claims: u64,
+    /// The version of the frozen snapshot (the last one frozen, once a snapshot is dropped).
+    pub dispatch_version: u64,
+    /// The frozen snapshot being delivered; never overwritten while in flight.
+    pub dispatch_event: Option<Event>,
+    /// The attempt number of the frozen snapshot: part of the idempotency key.
+    pub dispatch_attempt: u32,
+    /// The run started for the current attempt.
+    pub run_id: Option<RunId>,
+    /// Counted failures of the current dispatch version.
+    pub failures: u32,
+    /// Busy-thread (409) answers seen for this task, all versions: visible, never silent.
+    pub busy_count: u32,
+    /// The last delivery error (bounded).
+    pub last_error: Option<String>,
+    /// The last dead letter: which version and why.
+    pub dead_letter: Option<(u64, DeadLetterReason)>,
+}
+
+impl Outbox {
+    /// An outbox with nothing to deliver.
+    pub fn empty(now: Timestamp) -> Self {
+        Outbox {
+            event_version: 0,
+            notified_version: 0,
+            fingerprint: None,
+            event: None,
+            status: NotifyStatus::None,
+            due_at: now,
+            lease: None,
+            claims: 0,
+            dispatch_version: 0,
+            dispatch_event: None,
+            dispatch_attempt: 0,
+            run_id: None,
+            failures: 0,
+            busy_count: 0,
+            last_error: None,
+            dead_letter: None,
+        }
+    }
+
+    /// Undelivered work exists.
+    pub fn has_undelivered(&self) -> bool {
+        self.event_version > self.notified_version
+    }
+}
+
+/// The cancel request and its work, with its own lease and budget.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct CancelState {
+    /// When the first cancel request was recorded.
+    pub requested_at: Option<Timestamp>,
+    /// Where the cancel work is.
+    pub status: CancelStatus,
+    /// When the cancel loop may next claim the row.
+    pub due_at: Option<Timestamp>,
+    /// The cancel lease, if held.
+    pub lease: Option<Lease>,
+    /// Cancel claims issued so far.
+    pub claims: u64,
+    /// Counted failed remote cancels.
+    pub failures: u32,
+    /// The last cancel error (bounded).
+    pub last_error: Option<String>,
+}
+
+impl CancelState {
+    /// No cancel requested.
+    pub fn none() -> Self {
+        CancelState { requested_at: None, status: CancelStatus::None, due_at: None, lease: None, claims: 0, failures: 0, last_error: None }
+    }
+}
+
+/// One task: the whole row.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct TaskRow {
+    /// Identity and secrets.
+    pub identity: Identity,
+    /// Last applied remote state.
+    pub remote: RemoteState,
+    /// Poll schedule and lease.
+    pub poll: PollState,
+    /// Notification outbox.
+    pub outbox: Outbox,
+    /// Cancel work.
+    pub cancel: CancelState,
+}
+
+impl TaskRow {
+    /// The task id.
+    pub fn id(&self) -> &TaskId {
+        &self.identity.task_id
+    }
+
+    /// The lease of the given kind.
+    pub fn lease(&self, kind: LeaseKind) -> Option<&Lease> {
+        match kind {
+            LeaseKind::Poll => self.poll.lease.as_ref(),
+            LeaseKind::Notify => self.outbox.lease.as_ref(),
+            LeaseKind::Cancel => self.cancel.lease.as_ref(),
+        }
+    }
+
+    /// Whether tracking is degraded (enough consecutive poll errors).
+    pub fn tracking_degraded(&self) -> bool {
+        self.poll.consecutive_errors >= crate::policy::DEGRADED_AFTER
+    }
+
+    /// Whether the row is settled: nothing undelivered, no dispatch or cancel in flight.
+    pub fn is_quiet(&self) -> bool {
+        !self.outbox.has_undelivered() && !self.outbox.status.in_flight() && self.cancel.status != CancelStatus::Requested
+    }
+}
