@@ -56,6 +56,10 @@ pub struct Policy {
     pub max_retry_backoff: Duration,
     /// Delay before retrying a row after an unexpected error or an unreachable store.
     pub release_backoff: Duration,
+    /// An external call (remote poll or cancel, launch, run lookup) starts only while at least
+    /// this much of the claim's lease is left; it must exceed the ports' call timeouts plus the
+    /// clock skew between workers, so a call never outlives its lease.
+    pub min_lease_left: Duration,
     /// Rows claimed per loop pass.
     pub batch_size: usize,
 }
@@ -72,6 +76,7 @@ impl Default for Policy {
             retry_base: Duration::from_secs(5),
             max_retry_backoff: Duration::from_secs(15 * 60),
             release_backoff: Duration::from_secs(5),
+            min_lease_left: Duration::from_secs(30),
             batch_size: 64,
         }
     }

@@ -1,0 +1,42 @@
+//! The user-facing calls: list, detail, cancel (by id or name), and the per-run context
+//! projection. All are scoped to (owner, thread); anything else is "not found" (DOMAIN §6), and
+//! every answer is a whitelisted public shape (DOMAIN §8) — never a row.
+
+use super::Engine;
+use crate::ids::TaskId;
+use crate::ports::{Clock, Driver, Launcher};
+use crate::store::{CancelOutcome, CancelTarget, Scope, Store, StoreError};
+use crate::text::{context_projection, ContextEntry, PublicTask};
+
+/// Why a user call failed.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum ApiError {
+    /// No such task in the caller's scope.
+    #[error("task not found")]
+    NotFound,
+    /// The store failed.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
+    /// The caller's tasks in this thread, newest first.
+    pub async fn list(&self, scope: &Scope) -> Result<Vec<PublicTask>, ApiError> {
+        Ok(self.store.list_tasks(scope).await?.iter().map(PublicTask::from_row).collect())
+    }
+
+    /// One of the caller's tasks; [`ApiError::NotFound`] for anything outside the scope.
+    pub async fn detail(&self, scope: &Scope, id: &TaskId) -> Result<PublicTask, ApiError> {
+        self.store.get_task(scope, id).await?.map(|r| PublicTask::from_row(&r)).ok_or(ApiError::NotFound)
+    }
+
+    /// Requests a cancel. Repeats change nothing; other owners' tasks are not found.
+    pub async fn cancel(&self, scope: &Scope, target: &CancelTarget) -> Result<CancelOutcome, ApiError> {
+        Ok(self.store.request_cancel(scope, target, self.clock.now()).await?)
+    }
+
+    /// The context given to each agent run: at most 20 tasks, four fields each.
+    pub async fn context(&self, scope: &Scope) -> Result<Vec<ContextEntry>, ApiError> {
+        Ok(context_projection(&self.store.list_tasks(scope).await?))
+    }
+}

@@ -1,0 +1,134 @@
+//! The engine: three lease loops (cancel, poll, notify) over any [`Store`], [`Driver`] and
+//! [`Launcher`], plus submit and the user-facing calls.
+//!
+//! One skeleton for every loop: claim a batch (skip locked, fresh leases) → act on each row
+//! concurrently → write the outcomes in one batch, each guarded by its lease. No sleeps inside:
+//! the caller decides the cadence by calling [`Engine::run_once`]. A crash anywhere just lets
+//! leases expire; there is no in-memory state to recover.
+//!
+//! Errors are isolated per task: a row whose outcome cannot be written is retried alone and,
+//! if it still fails, released with a counted error while the rest of the batch proceeds.
+
+mod api;
+mod batch;
+mod cancel_loop;
+mod notify_loop;
+mod poll_loop;
+mod submit;
+
+pub use api::ApiError;
+pub use submit::{SubmitCommand, SubmitError};
+
+use crate::ids::WorkerId;
+use crate::lease::LeaseKind;
+use crate::policy::Policy;
+use crate::ports::{Clock, Driver, Launcher};
+use crate::secret::RemoteHandle;
+use crate::store::{ClaimRequest, Claimed, Store};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// What one loop pass did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct LoopReport {
+    /// Rows claimed.
+    pub claimed: usize,
+    /// Writes the store accepted.
+    pub applied: usize,
+    /// Writes the store refused (lost lease, moved version, cancel requested, terminal).
+    pub refused: usize,
+    /// Leases given back without a result.
+    pub released: usize,
+    /// Store calls that failed (the store was unreachable or rejected the batch).
+    pub store_errors: usize,
+}
+
+/// What [`Engine::run_once`] did, per loop.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct PassReport {
+    /// The cancel loop.
+    pub cancel: LoopReport,
+    /// The poll loop.
+    pub poll: LoopReport,
+    /// The notification loop.
+    pub notify: LoopReport,
+    /// Remote tasks cancelled as compensation for submits that did not persist.
+    pub compensated: usize,
+}
+
+/// A submit's remote task waiting for its compensating cancel, with the attempts made so far.
+struct PendingCompensation {
+    handle: RemoteHandle,
+    attempts: u32,
+}
+
+/// Compensating cancels are tried this many times, then given up (best effort, DOMAIN §7).
+const COMPENSATION_ATTEMPTS: u32 = 3;
+
+/// The engine of one worker (or one lane of a worker).
+pub struct Engine<S, D, L, C> {
+    store: S,
+    driver: D,
+    launcher: L,
+    clock: C,
+    worker: WorkerId,
+    policy: Policy,
+    shutting_down: AtomicBool,
+    compensations: Mutex<Vec<PendingCompensation>>,
+}
+
+impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
+    /// An engine whose leases carry `worker` as owner.
+    pub fn new(store: S, driver: D, launcher: L, clock: C, worker: WorkerId, policy: Policy) -> Self {
+        Engine { store, driver, launcher, clock, worker, policy, shutting_down: AtomicBool::new(false), compensations: Mutex::new(Vec::new()) }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The timings in use.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// One pass of every loop: compensations, then cancel, poll and notify.
+    pub async fn run_once(&self) -> PassReport {
+        let span = tracing::debug_span!("pass", worker = %self.worker);
+        let _enter = span.enter();
+        PassReport {
+            compensated: self.compensate_pending().await,
+            cancel: self.cancel_pass().await,
+            poll: self.poll_pass().await,
+            notify: self.notify_pass().await,
+        }
+    }
+
+    /// Asks the engine to stop: rows claimed from now on, and rows not yet acted on, are
+    /// released at once without counting a failure (the worker's own shutdown is not the
+    /// task's fault). A pass already past its external call still writes its result.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+    }
+
+    fn shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    async fn claim(&self, kind: LeaseKind, lease_for: Duration, report: &mut LoopReport) -> Vec<Claimed> {
+        let req = ClaimRequest { worker: self.worker.clone(), now: self.clock.now(), lease_for, limit: self.policy.batch_size };
+        match self.store.claim(kind, req).await {
+            Ok(claimed) => {
+                report.claimed = claimed.len();
+                claimed
+            }
+            Err(e) => {
+                tracing::debug!(loop_kind = kind.as_str(), error = %e, "claim failed");
+                report.store_errors += 1;
+                Vec::new()
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The notification loop (DOMAIN §3): claim undelivered work, check the failure budget, then
+//! launch a run for the frozen snapshot or look at the run already dispatched.
+
+use super::{Engine, LoopReport};
+use crate::lease::LeaseKind;
+use crate::mutation::{self, Mutant};
+use crate::policy::FAILURE_BUDGET;
+use crate::ports::{Clock, Driver, LaunchOutcome, Launcher, RunRequest, RunStatus};
+use crate::status::NotifyStatus;
+use crate::store::{Claimed, NotifyWrite, Release, Store};
+use crate::text::notification_prompt;
+use crate::transitions::outbox::{idempotency_key, NotifyAction};
+use futures::future::join_all;
+
+enum NotifyStep {
+    Write(NotifyWrite),
+    Release(Release),
+}
+
+impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
+    pub(super) async fn notify_pass(&self) -> LoopReport {
+        let mut report = LoopReport::default();
+        let claimed = self.claim(LeaseKind::Notify, self.policy.notify_lease, &mut report).await;
+        let steps = join_all(claimed.into_iter().map(|c| self.notify_one(c))).await;
+        let (mut writes, mut releases) = (Vec::new(), Vec::new());
+        for step in steps {
+            match step {
+                NotifyStep::Write(w) => writes.push(w),
+                NotifyStep::Release(r) => releases.push(r),
+            }
+        }
+        let now = self.clock.now();
+        self.write_batch(LeaseKind::Notify, writes, |b| self.store.finish_notifications(b, now), &mut report).await;
+        self.release_batch(LeaseKind::Notify, releases, &mut report).await;
+        report
+    }
+
+    async fn notify_one(&self, c: Claimed) -> NotifyStep {
+        let o = &c.row.outbox;
+        let write = |action| {
+            NotifyStep::Write(NotifyWrite { task_id: c.row.id().clone(), lease: c.lease.clone(), dispatch_version: o.dispatch_version, action })
+        };
+        let budget_spent = o.failures >= FAILURE_BUDGET;
+        let late_budget_check = mutation::active(Mutant::BudgetCheckedAfterLaunch);
+        if budget_spent && !late_budget_check {
+            return write(NotifyAction::BudgetExhausted);
+        }
+        if !self.may_call_out(&c.lease) {
+            return NotifyStep::Release(self.release_of(c.row.id(), &c.lease, None));
+        }
+        let action = if o.status == NotifyStatus::Dispatched {
+            let Some(run) = &o.run_id else {
+                return NotifyStep::Release(self.release_of(c.row.id(), &c.lease, Some("dispatched without a run id".into())));
+            };
+            match self.launcher.run_status(run).await {
+                Ok(RunStatus::Pending | RunStatus::Running) => NotifyAction::RunPending,
+                Ok(RunStatus::Success) => NotifyAction::RunSucceeded,
+                Ok(failed) => NotifyAction::RunFailed(format!("run ended: {}", failed.as_str())),
+                Err(e) => NotifyAction::LookupFailed(e),
+            }
+        } else {
+            let Some(event) = &o.dispatch_event else {
+                return NotifyStep::Release(self.release_of(c.row.id(), &c.lease, Some("claimed without a frozen snapshot".into())));
+            };
+            let req = RunRequest {
+                key: idempotency_key(c.row.id(), o),
+                owner: c.row.identity.owner.clone(),
+                thread: c.row.identity.thread.clone(),
+                prompt: notification_prompt(event),
+            };
+            tracing::debug!(task = %c.row.id(), key = %req.key, token = ?c.lease.token, "launching");
+            match self.launcher.start_run(req).await {
+                LaunchOutcome::Started(run) => NotifyAction::Launched(run),
+                LaunchOutcome::Busy => NotifyAction::Busy,
+                LaunchOutcome::ThreadGone => NotifyAction::ThreadGone,
+                LaunchOutcome::Failed(e) => NotifyAction::LaunchFailed(e),
+            }
+        };
+        if budget_spent {
+            return write(NotifyAction::BudgetExhausted);
+        }
+        write(action)
+    }
+}

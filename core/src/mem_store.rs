@@ -1,0 +1,225 @@
+//! `MemStore`: the executable specification of [`Store`].
+//!
+//! Rows live in a `BTreeMap` behind one mutex; every method takes the lock once, so each call
+//! is atomic and calls are linearizable. Every change goes through the pure transitions, and
+//! every ordering is explicit (`(due, id)` for claims), so the model is deterministic.
+
+use crate::ids::TaskId;
+use crate::lease::{Lease, LeaseKind, LeaseToken, Refusal};
+use crate::policy::Policy;
+use crate::status::{CancelStatus, NotifyStatus};
+use crate::store::*;
+use crate::task::TaskRow;
+use crate::time::Timestamp;
+use crate::transitions::{cancel, guard, outbox, poll, submit};
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// The in-memory store.
+pub struct MemStore {
+    policy: Policy,
+    rows: Mutex<BTreeMap<TaskId, TaskRow>>,
+}
+
+impl MemStore {
+    /// An empty store whose transitions use `policy`.
+    pub fn new(policy: Policy) -> Self {
+        MemStore { policy, rows: Mutex::new(BTreeMap::new()) }
+    }
+
+    fn rows(&self) -> MutexGuard<'_, BTreeMap<TaskId, TaskRow>> {
+        self.rows.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_each<W>(&self, writes: Vec<W>, id: impl Fn(&W) -> &TaskId, mut apply: impl FnMut(&mut TaskRow, W) -> WriteOutcome) -> Vec<WriteOutcome> {
+        let mut rows = self.rows();
+        writes
+            .into_iter()
+            .map(|w| match rows.get_mut(id(&w)) {
+                None => Err(Refusal::NoSuchTask),
+                Some(row) => apply(row, w),
+            })
+            .collect()
+    }
+}
+
+fn due_at(kind: LeaseKind, row: &TaskRow) -> Option<Timestamp> {
+    match kind {
+        LeaseKind::Poll => row.poll.next_poll_at,
+        LeaseKind::Notify => Some(row.outbox.due_at),
+        LeaseKind::Cancel => row.cancel.due_at,
+    }
+}
+
+/// Whether loop `kind` may claim `row` at `now` (DOMAIN §3, §4, §6).
+pub fn claimable(kind: LeaseKind, row: &TaskRow, now: Timestamp) -> bool {
+    match kind {
+        LeaseKind::Poll => {
+            row.remote.status.is_pollable()
+                && row.cancel.requested_at.is_none()
+                && row.poll.next_poll_at.is_some_and(|t| t <= now)
+                && Lease::is_free(row.poll.lease.as_ref(), now)
+        }
+        LeaseKind::Notify => outbox::claimable(&row.outbox, now),
+        LeaseKind::Cancel => cancel::claimable(row, now),
+    }
+}
+
+/// Takes the lease of loop `kind` on `row` (the row's claim counter gives the token).
+pub fn take_lease(kind: LeaseKind, row: &mut TaskRow, req: &ClaimRequest) -> Lease {
+    let claims = match kind {
+        LeaseKind::Poll => &mut row.poll.claims,
+        LeaseKind::Notify => &mut row.outbox.claims,
+        LeaseKind::Cancel => &mut row.cancel.claims,
+    };
+    *claims += 1;
+    let lease = Lease { owner: req.worker.clone(), token: LeaseToken(*claims), expires_at: req.now.plus(req.lease_for) };
+    match kind {
+        LeaseKind::Poll => row.poll.lease = Some(lease.clone()),
+        LeaseKind::Notify => outbox::claim(&mut row.outbox, lease.clone()),
+        LeaseKind::Cancel => row.cancel.lease = Some(lease.clone()),
+    }
+    lease
+}
+
+impl Store for MemStore {
+    async fn insert_task(&self, row: TaskRow) -> Result<(), StoreError> {
+        submit::validate(&row)?;
+        let mut rows = self.rows();
+        if rows.contains_key(row.id()) {
+            return Err(StoreError::DuplicateTask);
+        }
+        let id = &row.identity;
+        let duplicate = rows.values().any(|r| {
+            r.identity.owner == id.owner && r.identity.server == id.server && r.identity.handle.remote_task_id == id.handle.remote_task_id
+        });
+        if duplicate {
+            return Err(StoreError::DuplicateHandle);
+        }
+        rows.insert(row.id().clone(), row);
+        Ok(())
+    }
+
+    async fn claim(&self, kind: LeaseKind, req: ClaimRequest) -> Result<Vec<Claimed>, StoreError> {
+        let mut rows = self.rows();
+        let mut due: Vec<(Timestamp, TaskId)> = rows
+            .values()
+            .filter(|r| claimable(kind, r, req.now))
+            .filter_map(|r| due_at(kind, r).map(|t| (t, r.id().clone())))
+            .collect();
+        due.sort();
+        due.truncate(req.limit);
+        let mut claimed = Vec::with_capacity(due.len());
+        for (_, id) in due {
+            if let Some(row) = rows.get_mut(&id) {
+                let lease = take_lease(kind, row, &req);
+                claimed.push(Claimed { row: row.clone(), lease });
+            }
+        }
+        Ok(claimed)
+    }
+
+    async fn apply_polls(&self, writes: Vec<PollWrite>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
+        Ok(self.write_each(writes, |w| &w.task_id, |row, w| {
+            guard::poll_apply(row, &w.lease, w.completed_at)?;
+            let recorded = poll::apply(row, w.update, now);
+            Ok(Written::of(row, Some(recorded)))
+        }))
+    }
+
+    async fn finish_notifications(&self, writes: Vec<NotifyWrite>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
+        Ok(self.write_each(writes, |w| &w.task_id, |row, w| {
+            guard::notify_write(row, &w.lease, w.dispatch_version, now)?;
+            outbox::apply_action(&mut row.outbox, w.action, now, &self.policy);
+            Ok(Written::of(row, None))
+        }))
+    }
+
+    async fn finish_cancels(&self, writes: Vec<CancelWrite>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
+        Ok(self.write_each(writes, |w| &w.task_id, |row, w| {
+            guard::cancel_write(row, &w.lease, now)?;
+            let recorded = cancel::apply(row, w.action, now, &self.policy);
+            Ok(Written::of(row, recorded))
+        }))
+    }
+
+    async fn release(&self, kind: LeaseKind, releases: Vec<Release>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
+        Ok(self.write_each(releases, |r| &r.task_id, |row, r| {
+            guard::release(row, kind, &r.lease, now)?;
+            match kind {
+                LeaseKind::Poll => poll::release(row, r.retry_at),
+                LeaseKind::Notify => outbox::release(&mut row.outbox, r.retry_at, r.error.as_deref()),
+                LeaseKind::Cancel => cancel::release(row, r.retry_at, r.error.as_deref()),
+            }
+            Ok(Written::of(row, None))
+        }))
+    }
+
+    async fn request_cancel(&self, scope: &Scope, target: &CancelTarget, now: Timestamp) -> Result<CancelOutcome, StoreError> {
+        let mut rows = self.rows();
+        let in_scope = |r: &TaskRow| r.identity.owner == scope.owner && r.identity.thread == scope.thread;
+        let id = match target {
+            CancelTarget::Id(id) => match rows.get(id) {
+                Some(r) if in_scope(r) => id.clone(),
+                _ => return Ok(CancelOutcome::NotFound),
+            },
+            CancelTarget::Name(name) => {
+                let matches: Vec<&TaskId> = rows
+                    .values()
+                    .filter(|r| in_scope(r) && &r.identity.name == name && !r.remote.status.is_terminal())
+                    .map(|r| r.id())
+                    .collect();
+                match matches.as_slice() {
+                    [] => return Ok(CancelOutcome::NotFound),
+                    [one] => (*one).clone(),
+                    many => return Ok(CancelOutcome::Ambiguous(many.len())),
+                }
+            }
+        };
+        let Some(row) = rows.get_mut(&id) else { return Ok(CancelOutcome::NotFound) };
+        Ok(match cancel::request(row, now) {
+            cancel::RequestResult::Requested => CancelOutcome::Requested(id),
+            cancel::RequestResult::AlreadyRequested => CancelOutcome::AlreadyRequested(id),
+            cancel::RequestResult::AlreadyFinished => CancelOutcome::AlreadyFinished(id),
+        })
+    }
+
+    async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {
+        let rows = self.rows();
+        let mut mine: Vec<TaskRow> = rows
+            .values()
+            .filter(|r| r.identity.owner == scope.owner && r.identity.thread == scope.thread)
+            .cloned()
+            .collect();
+        mine.sort_by(|a, b| b.identity.created_at.cmp(&a.identity.created_at).then_with(|| a.id().cmp(b.id())));
+        Ok(mine)
+    }
+
+    async fn get_task(&self, scope: &Scope, id: &TaskId) -> Result<Option<TaskRow>, StoreError> {
+        let rows = self.rows();
+        Ok(rows.get(id).filter(|r| r.identity.owner == scope.owner && r.identity.thread == scope.thread).cloned())
+    }
+
+    async fn admin_rows(&self, after: Option<TaskId>, limit: usize) -> Result<Vec<TaskRow>, StoreError> {
+        let rows = self.rows();
+        let range = match &after {
+            Some(a) => rows.range::<TaskId, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
+            None => rows.range::<TaskId, _>(..),
+        };
+        Ok(range.take(limit).map(|(_, r)| r.clone()).collect())
+    }
+
+    async fn overview(&self) -> Result<Overview, StoreError> {
+        let rows = self.rows();
+        let mut o = Overview { tasks: rows.len() as u64, ..Default::default() };
+        o.by_notify_status = NotifyStatus::ALL.iter().map(|s| (*s, rows.values().filter(|r| r.outbox.status == *s).count() as u64)).collect();
+        o.dead_letters = crate::status::DeadLetterReason::ALL
+            .iter()
+            .map(|d| (*d, rows.values().filter(|r| r.outbox.dead_letter.is_some_and(|(_, why)| why == *d)).count() as u64))
+            .collect();
+        o.cancel_dead_letters = rows.values().filter(|r| r.cancel.status == CancelStatus::DeadLetter).count() as u64;
+        o.undelivered = rows.values().filter(|r| r.outbox.has_undelivered()).count() as u64;
+        o.busy_total = rows.values().map(|r| u64::from(r.outbox.busy_count)).sum();
+        Ok(o)
+    }
+}

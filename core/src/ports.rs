@@ -1,0 +1,142 @@
+//! Ports: how the engine reaches the world. The remote server ([`Driver`]), the agent-run
+//! gateway ([`Launcher`]) and time ([`Clock`]). Ids come from [`crate::ids::IdSource`].
+//!
+//! Implementations own their timeouts: a call must return (with an error if need be) well
+//! within the loop's lease, or its result will be refused when written.
+
+use crate::ids::{OwnerId, RunId, ServerId, ThreadId};
+use crate::secret::RemoteHandle;
+use crate::snapshot::RemoteReport;
+use crate::task::ErrorClass;
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+
+/// The caller's clock. Every store call receives its `now` from here.
+pub trait Clock: Send + Sync {
+    /// The current time.
+    fn now(&self) -> Timestamp;
+}
+
+/// What the user asked to start on a remote server.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct SubmitRequest {
+    /// The remote server.
+    pub server: ServerId,
+    /// The user on whose behalf it runs.
+    pub owner: OwnerId,
+    /// The task's name.
+    pub name: String,
+    /// The job's input, passed through to the server.
+    pub input: String,
+}
+
+/// A remote task the server accepted.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct Submitted {
+    /// The handle to reach it again (secret).
+    pub handle: RemoteHandle,
+    /// The server's first report, if it sent one with the acceptance.
+    pub report: Option<RemoteReport>,
+}
+
+/// How a remote call failed.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error, Serialize, Deserialize)]
+pub enum DriverError {
+    /// Transient: timeout, connection failure, 5xx, rate limit. Retried with backoff.
+    #[error("remote unavailable ({}): {message}", class.as_str())]
+    Unavailable {
+        /// What kind of failure (fingerprints use only this).
+        class: ErrorClass,
+        /// Untrusted text; redacted and bounded before it is stored.
+        message: String,
+    },
+    /// The server does not know the task: a protocol error, the task becomes `failed`.
+    #[error("remote server does not know the task")]
+    UnknownTask,
+    /// The server's answer could not be decoded: a protocol error.
+    #[error("malformed answer: {0}")]
+    Malformed(String),
+    /// The server refused the request (4xx other than not-found).
+    #[error("rejected: {0}")]
+    Rejected(String),
+}
+
+/// The remote tool server (an MCP server with tasks).
+pub trait Driver: Send + Sync {
+    /// Starts a remote task.
+    fn submit(&self, req: &SubmitRequest) -> impl Future<Output = Result<Submitted, DriverError>> + Send;
+    /// The task's current state.
+    fn get_status(&self, handle: &RemoteHandle) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
+    /// Asks the server to cancel; returns the state after the request.
+    fn cancel(&self, handle: &RemoteHandle) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
+}
+
+/// A run that delivers one notification on a thread.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// `task:{task_id}:{dispatch_version}:{dispatch_attempt}`: the same key must yield the same run.
+    pub key: String,
+    /// The thread's owner.
+    pub owner: OwnerId,
+    /// The thread the run is on.
+    pub thread: ThreadId,
+    /// The hidden input: trusted instruction plus the framed event.
+    pub prompt: String,
+}
+
+/// What the launcher said to a run request (DOMAIN §3 "Delivery").
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum LaunchOutcome {
+    /// The run for this key (new, or the existing one for a repeated key).
+    Started(RunId),
+    /// 409: another run is active on the thread; nothing was queued.
+    Busy,
+    /// 404: the thread does not exist (deleted); nothing was created.
+    ThreadGone,
+    /// Any other failure; the run may or may not exist.
+    Failed(String),
+}
+
+/// A run's state as the launcher reports it.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Accepted, not started.
+    Pending,
+    /// Running.
+    Running,
+    /// Ended successfully: the notification was delivered.
+    Success,
+    /// Ended with an error.
+    Error,
+    /// Ran out of time.
+    Timeout,
+    /// Stopped from outside.
+    Interrupted,
+    /// The launcher has no such run.
+    Missing,
+}
+
+impl RunStatus {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Pending => "pending",
+            RunStatus::Running => "running",
+            RunStatus::Success => "success",
+            RunStatus::Error => "error",
+            RunStatus::Timeout => "timeout",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Missing => "missing",
+        }
+    }
+}
+
+/// The agent-run gateway.
+pub trait Launcher: Send + Sync {
+    /// Starts (or finds, for a repeated key) the run for `req.key`.
+    fn start_run(&self, req: RunRequest) -> impl Future<Output = LaunchOutcome> + Send;
+    /// The state of a run; `Err` when the launcher could not be asked.
+    fn run_status(&self, run: &RunId) -> impl Future<Output = Result<RunStatus, String>> + Send;
+}

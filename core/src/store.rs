@@ -1,0 +1,248 @@
+//! The storage contract: one method per atomic operation (DESIGN "core").
+//!
+//! Every method either commits entirely or not at all. Every write that depends on a claim is
+//! guarded by that claim's lease (owner, fencing token, expiry against the `now` or completion
+//! time passed in) and, for notifications, by the dispatch version; a lost guard is reported as
+//! a typed [`Refusal`] per row, never as a silent success. Time is always a parameter: no store
+//! reads a clock. A crash (of the caller or the store) before a call leaves the row as it was; a
+//! crash after it leaves the call's effect; in both cases an unreleased lease simply expires —
+//! there is no recovery sweep. A call whose reply is lost may or may not have committed; every
+//! method is safe to follow by a re-claim.
+
+use crate::event::Fingerprint;
+use crate::ids::{OwnerId, TaskId, ThreadId, WorkerId};
+use crate::lease::{Lease, LeaseKind, Refusal};
+use crate::status::{DeadLetterReason, NotifyStatus};
+use crate::task::TaskRow;
+use crate::time::Timestamp;
+use crate::transitions::cancel::CancelAction;
+use crate::transitions::outbox::{NotifyAction, Recorded};
+use crate::transitions::poll::PollUpdate;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::time::Duration;
+
+/// Errors a store call can end with. Row-level guard failures are not errors: they are
+/// [`Refusal`]s inside the per-row outcomes.
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error, Serialize, Deserialize)]
+pub enum StoreError {
+    /// A task with this id exists.
+    #[error("a task with this id already exists")]
+    DuplicateTask,
+    /// The same remote handle is already tracked for this owner and server.
+    #[error("this remote task is already tracked")]
+    DuplicateHandle,
+    /// The input breaks a limit or a format rule.
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    /// The store could not be reached or the transaction did not complete; it may or may not
+    /// have committed.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Parameters of a batched claim.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ClaimRequest {
+    /// The claimer, recorded as the lease owner.
+    pub worker: WorkerId,
+    /// The claimer's current time.
+    pub now: Timestamp,
+    /// How long the leases last from `now`.
+    pub lease_for: Duration,
+    /// At most this many rows.
+    pub limit: usize,
+}
+
+/// A claimed row with the lease that guards writes about it.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Claimed {
+    /// The row as it is right after the claim (frozen snapshot included for notifications).
+    pub row: TaskRow,
+    /// The lease: present it with every write about this claim.
+    pub lease: Lease,
+}
+
+/// A poll result to apply under a poll lease.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct PollWrite {
+    /// The task.
+    pub task_id: TaskId,
+    /// The claim's lease.
+    pub lease: Lease,
+    /// When the remote call completed; the lease must have been unexpired then.
+    pub completed_at: Timestamp,
+    /// What the result changes.
+    pub update: PollUpdate,
+}
+
+/// A notification step to apply under a notification lease.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct NotifyWrite {
+    /// The task.
+    pub task_id: TaskId,
+    /// The claim's lease.
+    pub lease: Lease,
+    /// The dispatch version the claim froze.
+    pub dispatch_version: u64,
+    /// The step's outcome.
+    pub action: NotifyAction,
+}
+
+/// A cancel step to apply under a cancel lease.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct CancelWrite {
+    /// The task.
+    pub task_id: TaskId,
+    /// The claim's lease.
+    pub lease: Lease,
+    /// The step's outcome.
+    pub action: CancelAction,
+}
+
+/// Gives a lease back without a result.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Release {
+    /// The task.
+    pub task_id: TaskId,
+    /// The claim's lease.
+    pub lease: Lease,
+    /// When the row is due again.
+    pub retry_at: Timestamp,
+    /// An unexpected error: counted as a failure (notify and cancel loops). `None` for the
+    /// worker's own shutdown and for an unreachable store or launcher lookup, which never count.
+    pub error: Option<String>,
+}
+
+/// The outbox right after a successful write: what the write left behind.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Written {
+    /// What recording an event did, for writes that record one.
+    pub recorded: Option<Recorded>,
+    /// `event_version` after the write.
+    pub event_version: u64,
+    /// `notified_version` after the write.
+    pub notified_version: u64,
+    /// Notification status after the write.
+    pub notify_status: NotifyStatus,
+    /// Fingerprint after the write.
+    pub fingerprint: Option<Fingerprint>,
+}
+
+impl Written {
+    /// The after-image of `row`'s outbox.
+    pub fn of(row: &TaskRow, recorded: Option<Recorded>) -> Self {
+        Written {
+            recorded,
+            event_version: row.outbox.event_version,
+            notified_version: row.outbox.notified_version,
+            notify_status: row.outbox.status,
+            fingerprint: row.outbox.fingerprint.clone(),
+        }
+    }
+}
+
+/// One row's outcome in a batched write, in the order of the batch.
+pub type WriteOutcome = Result<Written, Refusal>;
+
+/// Whose tasks a user call may see or touch: the owner and the thread (DOMAIN §6).
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+pub struct Scope {
+    /// The calling user.
+    pub owner: OwnerId,
+    /// The calling conversation.
+    pub thread: ThreadId,
+}
+
+/// Which task a cancel request names.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum CancelTarget {
+    /// By task id.
+    Id(TaskId),
+    /// By exact name, among the caller's active (non-terminal) tasks in the thread.
+    Name(String),
+}
+
+/// What a cancel request did.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum CancelOutcome {
+    /// The first request for this task: recorded.
+    Requested(TaskId),
+    /// Already requested: nothing changed.
+    AlreadyRequested(TaskId),
+    /// Already terminal: nothing to cancel.
+    AlreadyFinished(TaskId),
+    /// No such task in the caller's scope (other owners' tasks are "not found" too).
+    NotFound,
+    /// Several active tasks have that name; nothing changed.
+    Ambiguous(usize),
+}
+
+/// Counts for operators.
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct Overview {
+    /// Tasks stored.
+    pub tasks: u64,
+    /// Tasks per notification status, in [`NotifyStatus::ALL`] order, zeros included.
+    pub by_notify_status: Vec<(NotifyStatus, u64)>,
+    /// Tasks whose last dead letter had this reason.
+    pub dead_letters: Vec<(DeadLetterReason, u64)>,
+    /// Tasks whose cancel was dead-lettered.
+    pub cancel_dead_letters: u64,
+    /// Tasks with undelivered work.
+    pub undelivered: u64,
+    /// Busy-thread (409) answers, all tasks.
+    pub busy_total: u64,
+}
+
+/// Where task rows are kept. Implemented by `MemStore` (the executable specification) and by
+/// the Postgres store; a conformance suite holds both to the same behaviour.
+pub trait Store: Send + Sync {
+    /// Inserts a new task row built by [`crate::transitions::submit::new_row`].
+    /// Atomic; fails with [`StoreError::DuplicateHandle`] when (owner, server, remote task id)
+    /// is already tracked, [`StoreError::DuplicateTask`] for a reused id, and
+    /// [`StoreError::Invalid`] when a field breaks a limit of [`crate::policy`].
+    fn insert_task(&self, row: TaskRow) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Claims up to `limit` due rows for loop `kind`, ordered by due time then id, skipping rows
+    /// another claimer holds (and rows locked by a concurrent claim). Each claimed row gets a
+    /// fresh lease (owner, next fencing token, `now + lease_for`). A notification claim also
+    /// freezes the snapshot ([`crate::transitions::outbox::claim`]). Atomic for the batch: a
+    /// crash after it leaves leases that simply expire.
+    fn claim(&self, kind: LeaseKind, req: ClaimRequest) -> impl Future<Output = Result<Vec<Claimed>, StoreError>> + Send;
+
+    /// Applies poll results, each guarded by [`crate::transitions::guard::poll_apply`]: its own
+    /// poll lease, unexpired at the remote call's completion, no cancel requested, not terminal.
+    /// Each accepted row gets the new remote state and schedule, loses the lease, and records the
+    /// event against its current outbox. Rows are independent; the batch is one transaction.
+    fn apply_polls(&self, writes: Vec<PollWrite>, now: Timestamp) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
+
+    /// Applies notification steps ([`crate::transitions::outbox::apply_action`]), each guarded
+    /// by its notification lease at `now` and its dispatch version. Releases each lease.
+    fn finish_notifications(&self, writes: Vec<NotifyWrite>, now: Timestamp) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
+
+    /// Applies cancel steps ([`crate::transitions::cancel::apply`]), each guarded by its cancel
+    /// lease at `now`. Releases each lease.
+    fn finish_cancels(&self, writes: Vec<CancelWrite>, now: Timestamp) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
+
+    /// Gives leases of loop `kind` back without a result (the phase is unchanged; the row is due
+    /// at `retry_at`); each guarded by its lease at `now`. A release with an error counts a
+    /// failure for the notify and cancel loops; poll releases never count.
+    fn release(&self, kind: LeaseKind, releases: Vec<Release>, now: Timestamp) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
+
+    /// Records a cancel request in the caller's scope ([`crate::transitions::cancel::request`]).
+    /// Atomic. Tasks of other owners or threads are [`CancelOutcome::NotFound`].
+    fn request_cancel(&self, scope: &Scope, target: &CancelTarget, now: Timestamp) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
+
+    /// The caller's tasks in this thread, newest first (created desc, then id).
+    fn list_tasks(&self, scope: &Scope) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
+
+    /// One of the caller's tasks in this thread; `None` for any other task.
+    fn get_task(&self, scope: &Scope, id: &TaskId) -> impl Future<Output = Result<Option<TaskRow>, StoreError>> + Send;
+
+    /// Operator view: all rows after `after` in id order, at most `limit`. Unscoped.
+    fn admin_rows(&self, after: Option<TaskId>, limit: usize) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
+
+    /// Operator view: counts.
+    fn overview(&self) -> impl Future<Output = Result<Overview, StoreError>> + Send;
+}

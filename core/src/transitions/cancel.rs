@@ -1,0 +1,106 @@
+//! Cancellation (DOMAIN §6): a request only records intent; the cancel loop does the work under
+//! its own lease and budget, and its terminal snapshot produces one normal notification.
+
+use crate::lease::Lease;
+use crate::mutation::{self, Mutant};
+use crate::policy::{bounded, Policy, MAX_STORED_ERROR};
+use crate::status::CancelStatus;
+use crate::task::TaskRow;
+use crate::time::Timestamp;
+use crate::transitions::outbox::{record_event, Recorded};
+use crate::transitions::poll::PollUpdate;
+use serde::{Deserialize, Serialize};
+
+/// What a cancel request found.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum RequestResult {
+    /// The first request: recorded, cancel work scheduled, poll lease voided.
+    Requested,
+    /// A request was already recorded: nothing changed.
+    AlreadyRequested,
+    /// The task is terminal: nothing to cancel, nothing changed.
+    AlreadyFinished,
+}
+
+/// Records a cancel request at `now`. The first request sets `requested_at`, schedules the
+/// cancel work and voids the poll lease (its expiry becomes `now`, fencing any poll in flight).
+/// Repeats change nothing — in particular they never disturb a cancel already in progress.
+pub fn request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
+    if row.remote.status.is_terminal() {
+        return RequestResult::AlreadyFinished;
+    }
+    if row.cancel.requested_at.is_some() {
+        if mutation::active(Mutant::CancelRepeatClearsLease) {
+            row.cancel.lease = None;
+        }
+        return RequestResult::AlreadyRequested;
+    }
+    row.cancel.requested_at = Some(now);
+    row.cancel.status = CancelStatus::Requested;
+    row.cancel.due_at = Some(now);
+    row.remote.updated_at = now;
+    if let Some(lease) = row.poll.lease.as_mut() {
+        lease.expires_at = lease.expires_at.min(now);
+    }
+    RequestResult::Requested
+}
+
+/// Whether the cancel loop may claim the row at `now`.
+pub fn claimable(row: &TaskRow, now: Timestamp) -> bool {
+    row.cancel.status == CancelStatus::Requested
+        && row.cancel.due_at.is_some_and(|d| d <= now)
+        && Lease::is_free(row.cancel.lease.as_ref(), now)
+}
+
+/// The outcome of one cancel attempt, applied under the cancel lease.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum CancelAction {
+    /// The remote returned a terminal snapshot (cancelled, or completed/failed if it finished
+    /// first), or a protocol error made the task `failed`.
+    Finished(PollUpdate),
+    /// The remote cancel failed or left the task running: counted, retried after backoff.
+    Failed(String),
+    /// The cancel budget is spent (checked before the remote call): a visible cancel dead letter.
+    BudgetExhausted,
+}
+
+/// Applies a guarded cancel action and releases the cancel lease. Returns what the outbox did
+/// when a terminal snapshot was applied.
+pub fn apply(row: &mut TaskRow, action: CancelAction, now: Timestamp, policy: &Policy) -> Option<Recorded> {
+    row.cancel.lease = None;
+    match action {
+        CancelAction::Finished(update) => {
+            row.cancel.status = CancelStatus::Done;
+            row.cancel.due_at = None;
+            if row.remote.status.is_terminal() {
+                return None;
+            }
+            row.remote = update.remote;
+            row.poll.next_poll_at = update.next_poll_at;
+            row.poll.consecutive_errors = update.consecutive_errors;
+            row.poll.last_error = update.last_error;
+            Some(record_event(&mut row.outbox, update.event, now))
+        }
+        CancelAction::Failed(error) => {
+            row.cancel.failures += 1;
+            row.cancel.last_error = Some(bounded(&error, MAX_STORED_ERROR));
+            row.cancel.due_at = Some(now.plus(policy.retry_delay(row.cancel.failures)));
+            None
+        }
+        CancelAction::BudgetExhausted => {
+            row.cancel.status = CancelStatus::DeadLetter;
+            row.cancel.due_at = None;
+            None
+        }
+    }
+}
+
+/// Releases the cancel lease without a result; `error` counts a failure.
+pub fn release(row: &mut TaskRow, retry_at: Timestamp, error: Option<&str>) {
+    row.cancel.lease = None;
+    row.cancel.due_at = Some(retry_at);
+    if let Some(e) = error {
+        row.cancel.failures += 1;
+        row.cancel.last_error = Some(bounded(e, MAX_STORED_ERROR));
+    }
+}

@@ -1,0 +1,38 @@
+//! Write guards: every lease-guarded write passes through one of these before it changes a row.
+
+use crate::lease::{check_lease, Lease, LeaseKind, Refusal};
+use crate::mutation::{self, Mutant};
+use crate::task::TaskRow;
+use crate::time::Timestamp;
+
+/// A poll result may be applied only while the claim's lease is held and was unexpired when
+/// the remote call completed, no cancel was requested, and the task is not terminal (DOMAIN §4).
+pub fn poll_apply(row: &TaskRow, lease: &Lease, completed_at: Timestamp) -> Result<(), Refusal> {
+    check_lease(row.poll.lease.as_ref(), lease, completed_at)?;
+    if row.cancel.requested_at.is_some() && !mutation::active(Mutant::PollAppliedAfterCancel) {
+        return Err(Refusal::CancelRequested);
+    }
+    if row.remote.status.is_terminal() {
+        return Err(Refusal::Terminal);
+    }
+    Ok(())
+}
+
+/// A notification write needs the claim's lease at `now` and the same dispatch version.
+pub fn notify_write(row: &TaskRow, lease: &Lease, dispatch_version: u64, now: Timestamp) -> Result<(), Refusal> {
+    check_lease(row.outbox.lease.as_ref(), lease, now)?;
+    if row.outbox.dispatch_version != dispatch_version {
+        return Err(Refusal::VersionMoved);
+    }
+    Ok(())
+}
+
+/// A cancel write needs the cancel claim's lease at `now`.
+pub fn cancel_write(row: &TaskRow, lease: &Lease, now: Timestamp) -> Result<(), Refusal> {
+    check_lease(row.cancel.lease.as_ref(), lease, now)
+}
+
+/// A release needs the claim's lease of that kind at `now`.
+pub fn release(row: &TaskRow, kind: LeaseKind, lease: &Lease, now: Timestamp) -> Result<(), Refusal> {
+    check_lease(row.lease(kind), lease, now)
+}

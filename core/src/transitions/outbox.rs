@@ -1,0 +1,228 @@
+//! The notification outbox: the version pair and the seven states (DOMAIN §2, §3).
+//!
+//! Undelivered work exists iff `event_version > notified_version`. A new fingerprint bumps
+//! `event_version`; if nothing is in flight it (re)opens the channel, otherwise it is only
+//! recorded and picked up when the current dispatch ends — the frozen snapshot is never
+//! overwritten. When attention clears, undelivered versions without an event are dropped.
+
+use crate::event::{Event, Fingerprint};
+use crate::ids::RunId;
+use crate::lease::Lease;
+use crate::mutation::{self, Mutant};
+use crate::policy::{bounded, Policy, MAX_STORED_ERROR};
+use crate::status::{DeadLetterReason, NotifyStatus};
+use crate::task::Outbox;
+use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// What recording an event did to the outbox.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Recorded {
+    /// A new version was recorded.
+    NewVersion(u64),
+    /// Same fingerprint: nothing changed.
+    Unchanged,
+    /// No event (attention cleared or never needed): the fingerprint is retired and any
+    /// undelivered version that is not in flight was dropped.
+    Cleared,
+}
+
+/// Records the latest event (or its absence) on the outbox (DOMAIN §2).
+pub fn record_event(o: &mut Outbox, new: Option<(Event, Fingerprint)>, now: Timestamp) -> Recorded {
+    let Some((event, fp)) = new else {
+        o.fingerprint = None;
+        o.event = None;
+        if !o.status.in_flight() && o.has_undelivered() {
+            drop_undelivered(o);
+        }
+        return Recorded::Cleared;
+    };
+    let changed = o.fingerprint.as_ref() != Some(&fp) || mutation::active(Mutant::FingerprintCheckSkipped);
+    if !changed {
+        if mutation::active(Mutant::VersionBumpWithoutChange) {
+            o.event_version += 1;
+            return Recorded::NewVersion(o.event_version);
+        }
+        return Recorded::Unchanged;
+    }
+    o.event_version += 1;
+    o.fingerprint = Some(fp);
+    o.event = Some(event);
+    if o.status.in_flight() {
+        if mutation::active(Mutant::InFlightSnapshotOverwritten) {
+            o.dispatch_version = o.event_version;
+            o.dispatch_event = o.event.clone();
+        }
+    } else if !(o.status == NotifyStatus::DeadLetter && mutation::active(Mutant::DeadLetterNotRevived)) {
+        reopen(o, now);
+    }
+    Recorded::NewVersion(o.event_version)
+}
+
+/// Opens the channel for the latest version: pending, due now, dispatch fields and counters reset.
+fn reopen(o: &mut Outbox, now: Timestamp) {
+    o.status = NotifyStatus::Pending;
+    o.due_at = now;
+    o.dispatch_event = None;
+    o.dispatch_attempt = 0;
+    o.run_id = None;
+    o.failures = 0;
+    o.last_error = None;
+}
+
+/// Settles every undelivered version: nothing is left to say about them.
+fn drop_undelivered(o: &mut Outbox) {
+    o.notified_version = o.event_version;
+    o.dispatch_event = None;
+    o.run_id = None;
+    if o.status == NotifyStatus::Pending {
+        o.status = NotifyStatus::None;
+    }
+}
+
+/// Whether the notification loop may claim this outbox at `now` (DOMAIN §3).
+pub fn claimable(o: &Outbox, now: Timestamp) -> bool {
+    o.status.claimable() && o.has_undelivered() && o.due_at <= now && Lease::is_free(o.lease.as_ref(), now)
+}
+
+/// Claims the outbox with `lease`: freezes the snapshot when there is none or a newer version
+/// exists (a new version resets attempt and failure counters); otherwise keeps the frozen one.
+/// A dispatched row keeps its run. Precondition: [`claimable`].
+pub fn claim(o: &mut Outbox, lease: Lease) {
+    debug_assert!(o.event.is_some() || o.dispatch_event.is_some() || o.status == NotifyStatus::Dispatched);
+    o.claims = lease.token.0;
+    o.lease = Some(lease);
+    if o.status == NotifyStatus::Dispatched {
+        return;
+    }
+    let newer = o.dispatch_version < o.event_version && o.event.is_some();
+    if o.dispatch_event.is_none() || newer {
+        if o.event_version != o.dispatch_version {
+            o.dispatch_attempt = 0;
+            o.failures = 0;
+            o.run_id = None;
+        }
+        o.dispatch_version = o.event_version;
+        o.dispatch_event = o.event.clone();
+    }
+    if o.status == NotifyStatus::Pending {
+        o.status = NotifyStatus::Claimed;
+    }
+}
+
+/// The idempotency key of the frozen snapshot's current attempt (DOMAIN §3 "Delivery").
+pub fn idempotency_key(task_id: &crate::ids::TaskId, o: &Outbox) -> String {
+    format!("task:{}:{}:{}", task_id, o.dispatch_version, o.dispatch_attempt)
+}
+
+/// The outcome of one step of a dispatch, applied under the notification lease.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum NotifyAction {
+    /// The launcher accepted the run.
+    Launched(RunId),
+    /// 409: another run is active on the thread. Not a failure.
+    Busy,
+    /// 404: the thread is gone. Permanent.
+    ThreadGone,
+    /// Any other launch error: counted; the same key is retried after backoff.
+    LaunchFailed(String),
+    /// The run ended successfully.
+    RunSucceeded,
+    /// The run failed, timed out, was interrupted or is missing: counted; next attempt.
+    RunFailed(String),
+    /// The run is still going: look again later. Not a failure.
+    RunPending,
+    /// The run's status could not be read: counted; look again after backoff.
+    LookupFailed(String),
+    /// The failure budget is spent (checked before any launch or lookup).
+    BudgetExhausted,
+}
+
+/// Applies `action` to a guarded outbox and releases the notification lease (DOMAIN §3).
+pub fn apply_action(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) {
+    o.lease = None;
+    match action {
+        NotifyAction::Launched(run) => {
+            o.status = NotifyStatus::Dispatched;
+            o.run_id = Some(run);
+            o.due_at = now.plus(policy.run_check_interval);
+        }
+        NotifyAction::Busy => {
+            o.busy_count = o.busy_count.saturating_add(1);
+            if mutation::active(Mutant::BusyCountedAsFailure) {
+                o.failures += 1;
+            }
+            o.status = NotifyStatus::Pending;
+            if mutation::active(Mutant::BusyDeliversStaleSnapshot) {
+                o.dispatch_version = o.event_version;
+            } else {
+                o.dispatch_event = None;
+            }
+            o.due_at = now.plus(policy.run_check_interval);
+            if o.event.is_none() && o.dispatch_event.is_none() {
+                drop_undelivered(o);
+            }
+        }
+        NotifyAction::ThreadGone if mutation::active(Mutant::ThreadGoneRetried) => {
+            apply_action(o, NotifyAction::LaunchFailed("thread gone".into()), now, policy)
+        }
+        NotifyAction::ThreadGone => end_dispatch(o, Some(DeadLetterReason::ThreadGone), now),
+        NotifyAction::LaunchFailed(error) => {
+            o.failures += 1;
+            if mutation::active(Mutant::AttemptBumpedAfterLaunchError) {
+                o.dispatch_attempt += 1;
+            }
+            o.last_error = Some(bounded(&error, MAX_STORED_ERROR));
+            o.status = NotifyStatus::Pending;
+            o.due_at = now.plus(policy.retry_delay(o.failures));
+        }
+        NotifyAction::RunSucceeded => end_dispatch(o, None, now),
+        NotifyAction::RunFailed(error) => {
+            o.failures += 1;
+            if !mutation::active(Mutant::AttemptNotBumpedAfterFailedRun) {
+                o.dispatch_attempt += 1;
+            }
+            o.run_id = None;
+            o.last_error = Some(bounded(&error, MAX_STORED_ERROR));
+            o.status = NotifyStatus::Retry;
+            o.due_at = now.plus(policy.retry_delay(o.failures));
+        }
+        NotifyAction::RunPending => {
+            o.due_at = now.plus(policy.run_check_interval);
+        }
+        NotifyAction::LookupFailed(error) => {
+            o.failures += 1;
+            o.last_error = Some(bounded(&error, MAX_STORED_ERROR));
+            o.due_at = now.plus(policy.retry_delay(o.failures));
+        }
+        NotifyAction::BudgetExhausted => end_dispatch(o, Some(DeadLetterReason::Budget), now),
+    }
+}
+
+/// Ends the dispatch of the frozen snapshot: delivered (`dead` is `None`) or dead-lettered.
+/// If a newer version with an event exists, the channel reopens for it instead — a dead letter
+/// kills one snapshot, never the channel; newer versions without an event are dropped.
+fn end_dispatch(o: &mut Outbox, dead: Option<DeadLetterReason>, now: Timestamp) {
+    o.notified_version = o.notified_version.max(o.dispatch_version);
+    o.dispatch_event = None;
+    o.run_id = None;
+    if let Some(reason) = dead {
+        o.dead_letter = Some((o.dispatch_version, reason));
+    }
+    if o.has_undelivered() && o.event.is_some() {
+        reopen(o, now);
+        return;
+    }
+    o.notified_version = o.event_version;
+    o.status = if dead.is_some() { NotifyStatus::DeadLetter } else { NotifyStatus::Delivered };
+}
+
+/// Releases the notification lease without changing the phase; `error` counts a failure.
+pub fn release(o: &mut Outbox, retry_at: Timestamp, error: Option<&str>) {
+    o.lease = None;
+    o.due_at = retry_at;
+    if let Some(e) = error {
+        o.failures += 1;
+        o.last_error = Some(bounded(e, MAX_STORED_ERROR));
+    }
+}
