@@ -52,11 +52,17 @@ mod tests {
     #[test]
     fn keys_sorted_recursively_and_compact() {
         let v = json!({"b": 1, "a": {"z": [1, {"y": null, "x": "é"}], "c": true}});
-        assert_eq!(to_canonical_json(&v), r#"{"a":{"c":true,"z":[1,{"x":"é","y":null}]},"b":1}"#);
+        assert_eq!(
+            to_canonical_json(&v),
+            r#"{"a":{"c":true,"z":[1,{"x":"é","y":null}]},"b":1}"#
+        );
     }
 
     #[test]
     fn strings_are_escaped_as_json() {
-        assert_eq!(to_canonical_json(&json!({"k": "a\"b\n"})), r#"{"k":"a\"b\n"}"#);
+        assert_eq!(
+            to_canonical_json(&json!({"k": "a\"b\n"})),
+            r#"{"k":"a\"b\n"}"#
+        );
     }
 }

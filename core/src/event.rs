@@ -55,7 +55,11 @@ impl fmt::Debug for Fingerprint {
 impl Event {
     /// The event of a task in `remote` state, degraded by `degraded` if given; `None` when
     /// nothing is worth saying (not an attention status and not degraded).
-    pub fn build(identity: &Identity, remote: &RemoteState, degraded: Option<&PollError>) -> Option<Event> {
+    pub fn build(
+        identity: &Identity,
+        remote: &RemoteState,
+        degraded: Option<&PollError>,
+    ) -> Option<Event> {
         if !remote.status.needs_attention() && degraded.is_none() {
             return None;
         }
@@ -81,7 +85,10 @@ impl Event {
 
     /// The fingerprint: sha256 of the canonical JSON without the poll error's text.
     pub fn fingerprint(&self) -> Fingerprint {
-        let view = Event { poll_error: None, ..self.clone() };
+        let view = Event {
+            poll_error: None,
+            ..self.clone()
+        };
         let digest = Sha256::digest(to_canonical_json(&view).as_bytes());
         Fingerprint(hex::encode(digest))
     }
@@ -107,13 +114,19 @@ mod tests {
             thread: "th".into(),
             server: "srv".into(),
             name: "build".into(),
-            handle: RemoteHandle { remote_task_id: Secret::new("REMOTE-SECRET"), driver_data: Secret::new("DRIVER-SECRET") },
+            handle: RemoteHandle {
+                remote_task_id: Secret::new("REMOTE-SECRET"),
+                driver_data: Secret::new("DRIVER-SECRET"),
+            },
             created_at: Timestamp::EPOCH,
         }
     }
 
     fn state(status: RemoteStatus) -> RemoteState {
-        RemoteState { status, ..RemoteState::submitted(Timestamp::EPOCH) }
+        RemoteState {
+            status,
+            ..RemoteState::submitted(Timestamp::EPOCH)
+        }
     }
 
     #[test]
@@ -121,10 +134,21 @@ mod tests {
         let id = identity();
         assert!(Event::build(&id, &state(RemoteStatus::Working), None).is_none());
         assert!(Event::build(&id, &state(RemoteStatus::Submitted), None).is_none());
-        for s in [RemoteStatus::InputRequired, RemoteStatus::Completed, RemoteStatus::Failed, RemoteStatus::Cancelled] {
-            assert_eq!(Event::build(&id, &state(s), None).map(|e| e.status), Some(s));
+        for s in [
+            RemoteStatus::InputRequired,
+            RemoteStatus::Completed,
+            RemoteStatus::Failed,
+            RemoteStatus::Cancelled,
+        ] {
+            assert_eq!(
+                Event::build(&id, &state(s), None).map(|e| e.status),
+                Some(s)
+            );
         }
-        let err = PollError { class: ErrorClass::Timeout, message: "t/o".into() };
+        let err = PollError {
+            class: ErrorClass::Timeout,
+            message: "t/o".into(),
+        };
         let e = Event::build(&id, &state(RemoteStatus::Working), Some(&err)).unwrap();
         assert!(e.tracking_degraded);
         assert_eq!(e.poll_error_class.as_deref(), Some("timeout"));
@@ -149,9 +173,18 @@ mod tests {
     fn fingerprint_ignores_error_text_but_not_class_or_content() {
         let id = identity();
         let w = state(RemoteStatus::Working);
-        let a = PollError { class: ErrorClass::Timeout, message: "after 5s".into() };
-        let b = PollError { class: ErrorClass::Timeout, message: "after 9s".into() };
-        let c = PollError { class: ErrorClass::Server, message: "after 5s".into() };
+        let a = PollError {
+            class: ErrorClass::Timeout,
+            message: "after 5s".into(),
+        };
+        let b = PollError {
+            class: ErrorClass::Timeout,
+            message: "after 9s".into(),
+        };
+        let c = PollError {
+            class: ErrorClass::Server,
+            message: "after 5s".into(),
+        };
         let fa = Event::build(&id, &w, Some(&a)).unwrap().fingerprint();
         assert_eq!(fa, Event::build(&id, &w, Some(&b)).unwrap().fingerprint());
         assert_ne!(fa, Event::build(&id, &w, Some(&c)).unwrap().fingerprint());

@@ -83,7 +83,9 @@ pub struct SeededIds {
 impl SeededIds {
     /// A source whose ids are a function of `seed` and call order.
     pub fn new(seed: u64) -> Self {
-        SeededIds { rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)) }
+        SeededIds {
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
+        }
     }
 }
 

@@ -86,7 +86,9 @@ pub enum Refusal {
 /// Checks the lease part of a write guard: the presented lease must be the row's current one
 /// (same owner and token) and unexpired at `at`.
 pub fn check_lease(row: Option<&Lease>, presented: &Lease, at: Timestamp) -> Result<(), Refusal> {
-    let Some(held) = row else { return Err(Refusal::LeaseNotHeld) };
+    let Some(held) = row else {
+        return Err(Refusal::LeaseNotHeld);
+    };
     let token_matters = !mutation::active(Mutant::LeaseTokenNotChecked);
     if held.owner != presented.owner || (token_matters && held.token != presented.token) {
         return Err(Refusal::LeaseNotHeld);
@@ -102,14 +104,24 @@ mod tests {
     use super::*;
 
     fn lease(owner: &str, token: u64, exp: i64) -> Lease {
-        Lease { owner: owner.into(), token: LeaseToken(token), expires_at: Timestamp::from_micros(exp) }
+        Lease {
+            owner: owner.into(),
+            token: LeaseToken(token),
+            expires_at: Timestamp::from_micros(exp),
+        }
     }
 
     #[test]
     fn free_when_absent_or_expired() {
         assert!(Lease::is_free(None, Timestamp::from_micros(5)));
-        assert!(Lease::is_free(Some(&lease("w", 1, 5)), Timestamp::from_micros(5)));
-        assert!(!Lease::is_free(Some(&lease("w", 1, 6)), Timestamp::from_micros(5)));
+        assert!(Lease::is_free(
+            Some(&lease("w", 1, 5)),
+            Timestamp::from_micros(5)
+        ));
+        assert!(!Lease::is_free(
+            Some(&lease("w", 1, 6)),
+            Timestamp::from_micros(5)
+        ));
     }
 
     #[test]
@@ -118,8 +130,17 @@ mod tests {
         let at = Timestamp::from_micros(50);
         assert_eq!(check_lease(Some(&held), &held, at), Ok(()));
         assert_eq!(check_lease(None, &held, at), Err(Refusal::LeaseNotHeld));
-        assert_eq!(check_lease(Some(&held), &lease("w", 1, 100), at), Err(Refusal::LeaseNotHeld));
-        assert_eq!(check_lease(Some(&held), &lease("v", 2, 100), at), Err(Refusal::LeaseNotHeld));
-        assert_eq!(check_lease(Some(&held), &held, Timestamp::from_micros(100)), Err(Refusal::LeaseExpired));
+        assert_eq!(
+            check_lease(Some(&held), &lease("w", 1, 100), at),
+            Err(Refusal::LeaseNotHeld)
+        );
+        assert_eq!(
+            check_lease(Some(&held), &lease("v", 2, 100), at),
+            Err(Refusal::LeaseNotHeld)
+        );
+        assert_eq!(
+            check_lease(Some(&held), &held, Timestamp::from_micros(100)),
+            Err(Refusal::LeaseExpired)
+        );
     }
 }

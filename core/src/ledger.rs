@@ -51,18 +51,39 @@ pub struct LedgerError(pub String);
 /// The run ledger contract. Every method is atomic.
 pub trait RunLedger: Send + Sync {
     /// Creates `thread` for `owner`; a no-op if it exists (even if deleted: deletion is final).
-    fn create_thread(&self, owner: &OwnerId, thread: &ThreadId, now: Timestamp) -> impl Future<Output = Result<(), LedgerError>> + Send;
+    fn create_thread(
+        &self,
+        owner: &OwnerId,
+        thread: &ThreadId,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
     /// Deletes `thread`: later launches on it answer 404. Returns whether it existed.
-    fn delete_thread(&self, thread: &ThreadId, now: Timestamp) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+    fn delete_thread(
+        &self,
+        thread: &ThreadId,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
     /// Starts the run for `req.key`: the existing run for a known key (whatever the thread's
     /// state now); else 404 when the thread is missing, deleted or another owner's; else 409
     /// when a run is active on the thread; else a new running run.
-    fn start_run(&self, req: &RunRequest, now: Timestamp) -> impl Future<Output = Result<LaunchOutcome, LedgerError>> + Send;
+    fn start_run(
+        &self,
+        req: &RunRequest,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<LaunchOutcome, LedgerError>> + Send;
     /// Ends an active run with a terminal `status`. Returns false (and changes nothing) if the
     /// run is unknown or already ended.
-    fn finish_run(&self, run: &RunId, status: RunStatus, now: Timestamp) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+    fn finish_run(
+        &self,
+        run: &RunId,
+        status: RunStatus,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
     /// A run's status; [`RunStatus::Missing`] for an unknown run.
-    fn run_status(&self, run: &RunId) -> impl Future<Output = Result<RunStatus, LedgerError>> + Send;
+    fn run_status(
+        &self,
+        run: &RunId,
+    ) -> impl Future<Output = Result<RunStatus, LedgerError>> + Send;
     /// Every run, in creation order.
     fn runs(&self) -> impl Future<Output = Result<Vec<RunRecord>, LedgerError>> + Send;
 }
@@ -92,8 +113,16 @@ impl MemLedger {
 }
 
 impl RunLedger for MemLedger {
-    async fn create_thread(&self, owner: &OwnerId, thread: &ThreadId, _now: Timestamp) -> Result<(), LedgerError> {
-        self.inner().threads.entry(thread.clone()).or_insert((owner.clone(), false));
+    async fn create_thread(
+        &self,
+        owner: &OwnerId,
+        thread: &ThreadId,
+        _now: Timestamp,
+    ) -> Result<(), LedgerError> {
+        self.inner()
+            .threads
+            .entry(thread.clone())
+            .or_insert((owner.clone(), false));
         Ok(())
     }
 
@@ -107,7 +136,11 @@ impl RunLedger for MemLedger {
         })
     }
 
-    async fn start_run(&self, req: &RunRequest, now: Timestamp) -> Result<LaunchOutcome, LedgerError> {
+    async fn start_run(
+        &self,
+        req: &RunRequest,
+        now: Timestamp,
+    ) -> Result<LaunchOutcome, LedgerError> {
         let mut l = self.inner();
         if let Some(&i) = l.by_key.get(&req.key) {
             if !mutation::active(Mutant::LedgerUniquenessDropped) {
@@ -118,7 +151,10 @@ impl RunLedger for MemLedger {
             Some((owner, false)) if *owner == req.owner => {}
             _ => return Ok(LaunchOutcome::ThreadGone),
         }
-        if l.runs.iter().any(|r| r.thread == req.thread && r.status.is_active()) {
+        if l.runs
+            .iter()
+            .any(|r| r.thread == req.thread && r.status.is_active())
+        {
             return Ok(LaunchOutcome::Busy);
         }
         let run_id = RunId(format!("run-{}", l.runs.len() + 1));
@@ -137,10 +173,17 @@ impl RunLedger for MemLedger {
         Ok(LaunchOutcome::Started(run_id))
     }
 
-    async fn finish_run(&self, run: &RunId, status: RunStatus, now: Timestamp) -> Result<bool, LedgerError> {
+    async fn finish_run(
+        &self,
+        run: &RunId,
+        status: RunStatus,
+        now: Timestamp,
+    ) -> Result<bool, LedgerError> {
         let mut l = self.inner();
         match l.runs.iter_mut().find(|r| &r.run_id == run) {
-            Some(r) if r.status.is_active() && !status.is_active() && status != RunStatus::Missing => {
+            Some(r)
+                if r.status.is_active() && !status.is_active() && status != RunStatus::Missing =>
+            {
                 r.status = status;
                 r.finished_at = Some(now);
                 Ok(true)
@@ -150,7 +193,12 @@ impl RunLedger for MemLedger {
     }
 
     async fn run_status(&self, run: &RunId) -> Result<RunStatus, LedgerError> {
-        Ok(self.inner().runs.iter().find(|r| &r.run_id == run).map_or(RunStatus::Missing, |r| r.status))
+        Ok(self
+            .inner()
+            .runs
+            .iter()
+            .find(|r| &r.run_id == run)
+            .map_or(RunStatus::Missing, |r| r.status))
     }
 
     async fn runs(&self) -> Result<Vec<RunRecord>, LedgerError> {
@@ -194,38 +242,83 @@ mod tests {
     use super::*;
 
     fn req(key: &str, thread: &str) -> RunRequest {
-        RunRequest { key: key.into(), owner: "alice".into(), thread: thread.into(), prompt: "p".into() }
+        RunRequest {
+            key: key.into(),
+            owner: "alice".into(),
+            thread: thread.into(),
+            prompt: "p".into(),
+        }
     }
 
     #[tokio::test]
     async fn same_key_same_run_busy_thread_409_missing_thread_404() {
         let l = MemLedger::new();
         let now = Timestamp::EPOCH;
-        l.create_thread(&"alice".into(), &"t1".into(), now).await.unwrap();
+        l.create_thread(&"alice".into(), &"t1".into(), now)
+            .await
+            .unwrap();
         let a = l.start_run(&req("k1", "t1"), now).await.unwrap();
         assert_eq!(a, LaunchOutcome::Started(RunId("run-1".into())));
         assert_eq!(l.start_run(&req("k1", "t1"), now).await.unwrap(), a);
-        assert_eq!(l.start_run(&req("k2", "t1"), now).await.unwrap(), LaunchOutcome::Busy);
-        assert_eq!(l.start_run(&req("k3", "nope"), now).await.unwrap(), LaunchOutcome::ThreadGone);
-        assert!(l.finish_run(&RunId("run-1".into()), RunStatus::Success, now).await.unwrap());
-        assert!(!l.finish_run(&RunId("run-1".into()), RunStatus::Error, now).await.unwrap());
-        assert_eq!(l.run_status(&RunId("run-1".into())).await.unwrap(), RunStatus::Success);
-        assert_eq!(l.run_status(&RunId("run-9".into())).await.unwrap(), RunStatus::Missing);
-        assert!(matches!(l.start_run(&req("k2", "t1"), now).await.unwrap(), LaunchOutcome::Started(_)));
+        assert_eq!(
+            l.start_run(&req("k2", "t1"), now).await.unwrap(),
+            LaunchOutcome::Busy
+        );
+        assert_eq!(
+            l.start_run(&req("k3", "nope"), now).await.unwrap(),
+            LaunchOutcome::ThreadGone
+        );
+        assert!(l
+            .finish_run(&RunId("run-1".into()), RunStatus::Success, now)
+            .await
+            .unwrap());
+        assert!(!l
+            .finish_run(&RunId("run-1".into()), RunStatus::Error, now)
+            .await
+            .unwrap());
+        assert_eq!(
+            l.run_status(&RunId("run-1".into())).await.unwrap(),
+            RunStatus::Success
+        );
+        assert_eq!(
+            l.run_status(&RunId("run-9".into())).await.unwrap(),
+            RunStatus::Missing
+        );
+        assert!(matches!(
+            l.start_run(&req("k2", "t1"), now).await.unwrap(),
+            LaunchOutcome::Started(_)
+        ));
     }
 
     #[tokio::test]
     async fn deleted_or_foreign_thread_is_gone_but_known_keys_still_answer() {
         let l = MemLedger::new();
         let now = Timestamp::EPOCH;
-        l.create_thread(&"alice".into(), &"t1".into(), now).await.unwrap();
+        l.create_thread(&"alice".into(), &"t1".into(), now)
+            .await
+            .unwrap();
         let a = l.start_run(&req("k1", "t1"), now).await.unwrap();
-        let foreign = RunRequest { owner: "mallory".into(), ..req("k9", "t1") };
-        assert_eq!(l.start_run(&foreign, now).await.unwrap(), LaunchOutcome::ThreadGone);
+        let foreign = RunRequest {
+            owner: "mallory".into(),
+            ..req("k9", "t1")
+        };
+        assert_eq!(
+            l.start_run(&foreign, now).await.unwrap(),
+            LaunchOutcome::ThreadGone
+        );
         assert!(l.delete_thread(&"t1".into(), now).await.unwrap());
-        assert_eq!(l.start_run(&req("k2", "t1"), now).await.unwrap(), LaunchOutcome::ThreadGone);
+        assert_eq!(
+            l.start_run(&req("k2", "t1"), now).await.unwrap(),
+            LaunchOutcome::ThreadGone
+        );
         assert_eq!(l.start_run(&req("k1", "t1"), now).await.unwrap(), a);
-        l.create_thread(&"alice".into(), &"t1".into(), now).await.unwrap();
-        assert_eq!(l.start_run(&req("k3", "t1"), now).await.unwrap(), LaunchOutcome::ThreadGone, "deletion is final");
+        l.create_thread(&"alice".into(), &"t1".into(), now)
+            .await
+            .unwrap();
+        assert_eq!(
+            l.start_run(&req("k3", "t1"), now).await.unwrap(),
+            LaunchOutcome::ThreadGone,
+            "deletion is final"
+        );
     }
 }

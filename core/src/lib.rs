@@ -11,20 +11,20 @@
 #![warn(missing_docs)]
 
 pub mod canonical;
+pub mod engine;
 pub mod event;
 pub mod ids;
 pub mod lease;
+pub mod ledger;
+pub mod mem_store;
 pub mod mutation;
 pub mod policy;
+pub mod ports;
 pub mod secret;
 pub mod snapshot;
 pub mod status;
+pub mod store;
 pub mod task;
 pub mod text;
 pub mod time;
-pub mod engine;
-pub mod mem_store;
-pub mod ports;
-pub mod store;
 pub mod transitions;
-pub mod ledger;

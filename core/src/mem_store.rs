@@ -24,14 +24,22 @@ pub struct MemStore {
 impl MemStore {
     /// An empty store whose transitions use `policy`.
     pub fn new(policy: Policy) -> Self {
-        MemStore { policy, rows: Mutex::new(BTreeMap::new()) }
+        MemStore {
+            policy,
+            rows: Mutex::new(BTreeMap::new()),
+        }
     }
 
     fn rows(&self) -> MutexGuard<'_, BTreeMap<TaskId, TaskRow>> {
         self.rows.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write_each<W>(&self, writes: Vec<W>, id: impl Fn(&W) -> &TaskId, mut apply: impl FnMut(&mut TaskRow, W) -> WriteOutcome) -> Vec<WriteOutcome> {
+    fn write_each<W>(
+        &self,
+        writes: Vec<W>,
+        id: impl Fn(&W) -> &TaskId,
+        mut apply: impl FnMut(&mut TaskRow, W) -> WriteOutcome,
+    ) -> Vec<WriteOutcome> {
         let mut rows = self.rows();
         writes
             .into_iter()
@@ -73,7 +81,11 @@ pub fn take_lease(kind: LeaseKind, row: &mut TaskRow, req: &ClaimRequest) -> Lea
         LeaseKind::Cancel => &mut row.cancel.claims,
     };
     *claims += 1;
-    let lease = Lease { owner: req.worker.clone(), token: LeaseToken(*claims), expires_at: req.now.plus(req.lease_for) };
+    let lease = Lease {
+        owner: req.worker.clone(),
+        token: LeaseToken(*claims),
+        expires_at: req.now.plus(req.lease_for),
+    };
     match kind {
         LeaseKind::Poll => row.poll.lease = Some(lease.clone()),
         LeaseKind::Notify => outbox::claim(&mut row.outbox, lease.clone()),
@@ -91,7 +103,9 @@ impl Store for MemStore {
         }
         let id = &row.identity;
         let duplicate = rows.values().any(|r| {
-            r.identity.owner == id.owner && r.identity.server == id.server && r.identity.handle.remote_task_id == id.handle.remote_task_id
+            r.identity.owner == id.owner
+                && r.identity.server == id.server
+                && r.identity.handle.remote_task_id == id.handle.remote_task_id
         });
         if duplicate {
             return Err(StoreError::DuplicateHandle);
@@ -113,51 +127,95 @@ impl Store for MemStore {
         for (_, id) in due {
             if let Some(row) = rows.get_mut(&id) {
                 let lease = take_lease(kind, row, &req);
-                claimed.push(Claimed { row: row.clone(), lease });
+                claimed.push(Claimed {
+                    row: row.clone(),
+                    lease,
+                });
             }
         }
         Ok(claimed)
     }
 
-    async fn apply_polls(&self, writes: Vec<PollWrite>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
-        Ok(self.write_each(writes, |w| &w.task_id, |row, w| {
-            guard::poll_apply(row, &w.lease, w.completed_at)?;
-            let recorded = poll::apply(row, w.update, now);
-            Ok(Written::of(row, Some(recorded)))
-        }))
+    async fn apply_polls(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        Ok(self.write_each(
+            writes,
+            |w| &w.task_id,
+            |row, w| {
+                guard::poll_apply(row, &w.lease, w.completed_at)?;
+                let recorded = poll::apply(row, w.update, now);
+                Ok(Written::of(row, Some(recorded)))
+            },
+        ))
     }
 
-    async fn finish_notifications(&self, writes: Vec<NotifyWrite>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
-        Ok(self.write_each(writes, |w| &w.task_id, |row, w| {
-            guard::notify_write(row, &w.lease, w.dispatch_version, now)?;
-            outbox::apply_action(&mut row.outbox, w.action, now, &self.policy);
-            Ok(Written::of(row, None))
-        }))
+    async fn finish_notifications(
+        &self,
+        writes: Vec<NotifyWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        Ok(self.write_each(
+            writes,
+            |w| &w.task_id,
+            |row, w| {
+                guard::notify_write(row, &w.lease, w.dispatch_version, now)?;
+                outbox::apply_action(&mut row.outbox, w.action, now, &self.policy);
+                Ok(Written::of(row, None))
+            },
+        ))
     }
 
-    async fn finish_cancels(&self, writes: Vec<CancelWrite>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
-        Ok(self.write_each(writes, |w| &w.task_id, |row, w| {
-            guard::cancel_write(row, &w.lease, now)?;
-            let recorded = cancel::apply(row, w.action, now, &self.policy);
-            Ok(Written::of(row, recorded))
-        }))
+    async fn finish_cancels(
+        &self,
+        writes: Vec<CancelWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        Ok(self.write_each(
+            writes,
+            |w| &w.task_id,
+            |row, w| {
+                guard::cancel_write(row, &w.lease, now)?;
+                let recorded = cancel::apply(row, w.action, now, &self.policy);
+                Ok(Written::of(row, recorded))
+            },
+        ))
     }
 
-    async fn release(&self, kind: LeaseKind, releases: Vec<Release>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
-        Ok(self.write_each(releases, |r| &r.task_id, |row, r| {
-            guard::release(row, kind, &r.lease, now)?;
-            match kind {
-                LeaseKind::Poll => poll::release(row, r.retry_at),
-                LeaseKind::Notify => outbox::release(&mut row.outbox, r.retry_at, r.error.as_deref()),
-                LeaseKind::Cancel => cancel::release(row, r.retry_at, r.error.as_deref()),
-            }
-            Ok(Written::of(row, None))
-        }))
+    async fn release(
+        &self,
+        kind: LeaseKind,
+        releases: Vec<Release>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        Ok(self.write_each(
+            releases,
+            |r| &r.task_id,
+            |row, r| {
+                guard::release(row, kind, &r.lease, now)?;
+                match kind {
+                    LeaseKind::Poll => poll::release(row, r.retry_at),
+                    LeaseKind::Notify => {
+                        outbox::release(&mut row.outbox, r.retry_at, r.error.as_deref())
+                    }
+                    LeaseKind::Cancel => cancel::release(row, r.retry_at, r.error.as_deref()),
+                }
+                Ok(Written::of(row, None))
+            },
+        ))
     }
 
-    async fn request_cancel(&self, scope: &Scope, target: &CancelTarget, now: Timestamp) -> Result<CancelOutcome, StoreError> {
+    async fn request_cancel(
+        &self,
+        scope: &Scope,
+        target: &CancelTarget,
+        now: Timestamp,
+    ) -> Result<CancelOutcome, StoreError> {
         let mut rows = self.rows();
-        let in_scope = |r: &TaskRow| r.identity.owner == scope.owner && r.identity.thread == scope.thread;
+        let in_scope =
+            |r: &TaskRow| r.identity.owner == scope.owner && r.identity.thread == scope.thread;
         let id = match target {
             CancelTarget::Id(id) => match rows.get(id) {
                 Some(r) if in_scope(r) => id.clone(),
@@ -166,7 +224,9 @@ impl Store for MemStore {
             CancelTarget::Name(name) => {
                 let matches: Vec<&TaskId> = rows
                     .values()
-                    .filter(|r| in_scope(r) && &r.identity.name == name && !r.remote.status.is_terminal())
+                    .filter(|r| {
+                        in_scope(r) && &r.identity.name == name && !r.remote.status.is_terminal()
+                    })
                     .map(|r| r.id())
                     .collect();
                 match matches.as_slice() {
@@ -176,7 +236,9 @@ impl Store for MemStore {
                 }
             }
         };
-        let Some(row) = rows.get_mut(&id) else { return Ok(CancelOutcome::NotFound) };
+        let Some(row) = rows.get_mut(&id) else {
+            return Ok(CancelOutcome::NotFound);
+        };
         Ok(match cancel::request(row, now) {
             cancel::RequestResult::Requested => CancelOutcome::Requested(id),
             cancel::RequestResult::AlreadyRequested => CancelOutcome::AlreadyRequested(id),
@@ -191,19 +253,33 @@ impl Store for MemStore {
             .filter(|r| r.identity.owner == scope.owner && r.identity.thread == scope.thread)
             .cloned()
             .collect();
-        mine.sort_by(|a, b| b.identity.created_at.cmp(&a.identity.created_at).then_with(|| a.id().cmp(b.id())));
+        mine.sort_by(|a, b| {
+            b.identity
+                .created_at
+                .cmp(&a.identity.created_at)
+                .then_with(|| a.id().cmp(b.id()))
+        });
         Ok(mine)
     }
 
     async fn get_task(&self, scope: &Scope, id: &TaskId) -> Result<Option<TaskRow>, StoreError> {
         let rows = self.rows();
-        Ok(rows.get(id).filter(|r| r.identity.owner == scope.owner && r.identity.thread == scope.thread).cloned())
+        Ok(rows
+            .get(id)
+            .filter(|r| r.identity.owner == scope.owner && r.identity.thread == scope.thread)
+            .cloned())
     }
 
-    async fn admin_rows(&self, after: Option<TaskId>, limit: usize) -> Result<Vec<TaskRow>, StoreError> {
+    async fn admin_rows(
+        &self,
+        after: Option<TaskId>,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
         let rows = self.rows();
         let range = match &after {
-            Some(a) => rows.range::<TaskId, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded)),
+            Some(a) => {
+                rows.range::<TaskId, _>((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded))
+            }
             None => rows.range::<TaskId, _>(..),
         };
         Ok(range.take(limit).map(|(_, r)| r.clone()).collect())
@@ -211,13 +287,34 @@ impl Store for MemStore {
 
     async fn overview(&self) -> Result<Overview, StoreError> {
         let rows = self.rows();
-        let mut o = Overview { tasks: rows.len() as u64, ..Default::default() };
-        o.by_notify_status = NotifyStatus::ALL.iter().map(|s| (*s, rows.values().filter(|r| r.outbox.status == *s).count() as u64)).collect();
+        let mut o = Overview {
+            tasks: rows.len() as u64,
+            ..Default::default()
+        };
+        o.by_notify_status = NotifyStatus::ALL
+            .iter()
+            .map(|s| {
+                (
+                    *s,
+                    rows.values().filter(|r| r.outbox.status == *s).count() as u64,
+                )
+            })
+            .collect();
         o.dead_letters = crate::status::DeadLetterReason::ALL
             .iter()
-            .map(|d| (*d, rows.values().filter(|r| r.outbox.dead_letter.is_some_and(|(_, why)| why == *d)).count() as u64))
+            .map(|d| {
+                (
+                    *d,
+                    rows.values()
+                        .filter(|r| r.outbox.dead_letter.is_some_and(|(_, why)| why == *d))
+                        .count() as u64,
+                )
+            })
             .collect();
-        o.cancel_dead_letters = rows.values().filter(|r| r.cancel.status == CancelStatus::DeadLetter).count() as u64;
+        o.cancel_dead_letters = rows
+            .values()
+            .filter(|r| r.cancel.status == CancelStatus::DeadLetter)
+            .count() as u64;
         o.undelivered = rows.values().filter(|r| r.outbox.has_undelivered()).count() as u64;
         o.busy_total = rows.values().map(|r| u64::from(r.outbox.busy_count)).sum();
         Ok(o)

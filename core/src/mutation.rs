@@ -106,10 +106,14 @@ impl fmt::Display for Mutant {
 impl FromStr for Mutant {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Mutant::ALL.iter().copied().find(|m| m.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Mutant::ALL.iter().map(|m| m.name()).collect();
-            format!("unknown mutant {s:?}; known: {}", names.join(", "))
-        })
+        Mutant::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Mutant::ALL.iter().map(|m| m.name()).collect();
+                format!("unknown mutant {s:?}; known: {}", names.join(", "))
+            })
     }
 }
 
@@ -165,7 +169,9 @@ pub fn current() -> Option<Mutant> {
 /// Switches planted bug `m` on for this thread until the guard drops.
 #[cfg(feature = "mutations")]
 pub fn activate(m: Option<Mutant>) -> ActiveMutant {
-    ActiveMutant { previous: switch::set(m) }
+    ActiveMutant {
+        previous: switch::set(m),
+    }
 }
 
 /// Restores the previously active planted bug when dropped.

@@ -91,7 +91,11 @@ impl Policy {
 
     /// The delay before the next delivery or cancel attempt after `failures` counted failures.
     pub fn retry_delay(&self, failures: u32) -> Duration {
-        Self::backoff(self.retry_base, failures.saturating_sub(1), self.max_retry_backoff)
+        Self::backoff(
+            self.retry_base,
+            failures.saturating_sub(1),
+            self.max_retry_backoff,
+        )
     }
 }
 
@@ -114,7 +118,10 @@ mod tests {
         assert_eq!(Policy::backoff(b, 0, max), Duration::from_secs(1));
         assert_eq!(Policy::backoff(b, 3, max), Duration::from_secs(8));
         assert_eq!(Policy::backoff(b, 7, max), max);
-        assert_eq!(Policy::backoff(b, 40, Duration::from_secs(1 << 20)), Duration::from_secs(1 << 16));
+        assert_eq!(
+            Policy::backoff(b, 40, Duration::from_secs(1 << 20)),
+            Duration::from_secs(1 << 16)
+        );
     }
 
     #[test]

@@ -65,11 +65,20 @@ pub enum DriverError {
 /// The remote tool server (an MCP server with tasks).
 pub trait Driver: Send + Sync {
     /// Starts a remote task.
-    fn submit(&self, req: &SubmitRequest) -> impl Future<Output = Result<Submitted, DriverError>> + Send;
+    fn submit(
+        &self,
+        req: &SubmitRequest,
+    ) -> impl Future<Output = Result<Submitted, DriverError>> + Send;
     /// The task's current state.
-    fn get_status(&self, handle: &RemoteHandle) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
+    fn get_status(
+        &self,
+        handle: &RemoteHandle,
+    ) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
     /// Asks the server to cancel; returns the state after the request.
-    fn cancel(&self, handle: &RemoteHandle) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
+    fn cancel(
+        &self,
+        handle: &RemoteHandle,
+    ) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
 }
 
 /// A run that delivers one notification on a thread.

@@ -64,11 +64,20 @@ mod tests {
 
     #[test]
     fn debug_never_shows_the_value_and_redact_cuts_it_out() {
-        let h = RemoteHandle { remote_task_id: Secret::new("rt-SECRET-123"), driver_data: Secret::new("drv-TOKEN-9") };
+        let h = RemoteHandle {
+            remote_task_id: Secret::new("rt-SECRET-123"),
+            driver_data: Secret::new("drv-TOKEN-9"),
+        };
         let dbg = format!("{h:?}");
         assert!(!dbg.contains("SECRET") && !dbg.contains("TOKEN"));
-        assert_eq!(h.redact("id rt-SECRET-123 and drv-TOKEN-9!"), "id [redacted] and [redacted]!");
-        let short = RemoteHandle { remote_task_id: Secret::new("a"), driver_data: Secret::new("") };
+        assert_eq!(
+            h.redact("id rt-SECRET-123 and drv-TOKEN-9!"),
+            "id [redacted] and [redacted]!"
+        );
+        let short = RemoteHandle {
+            remote_task_id: Secret::new("a"),
+            driver_data: Secret::new(""),
+        };
         assert_eq!(short.redact("banana"), "banana");
     }
 }

@@ -5,7 +5,9 @@
 //! oversized input request or artifact. Text is made storable (NUL bytes replaced), the task's own
 //! secrets are redacted from it, and an oversized result is cut to a bounded preview with a flag.
 
-use crate::policy::{bounded, MAX_ARTIFACT, MAX_INPUT_REQUEST, MAX_RESULT_PREVIEW, MAX_STORED_ERROR};
+use crate::policy::{
+    bounded, MAX_ARTIFACT, MAX_INPUT_REQUEST, MAX_RESULT_PREVIEW, MAX_STORED_ERROR,
+};
 use crate::secret::RemoteHandle;
 use crate::status::RemoteStatus;
 use serde::{Deserialize, Serialize};
@@ -85,30 +87,51 @@ pub fn validate(report: &RemoteReport, handle: &RemoteHandle) -> Result<Observed
     if report.task_id != handle.remote_task_id.expose() {
         return Err(ProtocolError::WrongTaskId);
     }
-    let status: RemoteStatus = report.status.parse().map_err(|_| ProtocolError::UnknownStatus)?;
+    let status: RemoteStatus = report
+        .status
+        .parse()
+        .map_err(|_| ProtocolError::UnknownStatus)?;
     if status == RemoteStatus::Submitted {
         return Err(ProtocolError::UnknownStatus);
     }
     let poll_hint = match report.poll_hint_secs {
         None => None,
-        Some(h) if h.is_finite() && h >= 0.0 => Some(Duration::from_secs_f64(h.min(u32::MAX as f64))),
+        Some(h) if h.is_finite() && h >= 0.0 => {
+            Some(Duration::from_secs_f64(h.min(u32::MAX as f64)))
+        }
         Some(_) => return Err(ProtocolError::BadPollHint),
     };
     let clean = |t: &Option<String>| t.as_deref().map(|s| storable(s, handle));
     let input_request = clean(&report.input_request);
-    if input_request.as_ref().is_some_and(|s| s.chars().count() > MAX_INPUT_REQUEST) {
+    if input_request
+        .as_ref()
+        .is_some_and(|s| s.chars().count() > MAX_INPUT_REQUEST)
+    {
         return Err(ProtocolError::InputRequestTooLarge);
     }
     let artifact = clean(&report.artifact);
-    if artifact.as_ref().is_some_and(|s| s.chars().count() > MAX_ARTIFACT) {
+    if artifact
+        .as_ref()
+        .is_some_and(|s| s.chars().count() > MAX_ARTIFACT)
+    {
         return Err(ProtocolError::ArtifactTooLarge);
     }
     let (result, result_truncated) = match clean(&report.result) {
-        Some(r) if r.chars().count() > MAX_RESULT_PREVIEW => (Some(bounded(&r, MAX_RESULT_PREVIEW)), true),
+        Some(r) if r.chars().count() > MAX_RESULT_PREVIEW => {
+            (Some(bounded(&r, MAX_RESULT_PREVIEW)), true)
+        }
         other => (other, false),
     };
     let error = clean(&report.error).map(|e| bounded(&e, MAX_STORED_ERROR));
-    Ok(Observed { status, result, result_truncated, artifact, error, input_request, poll_hint })
+    Ok(Observed {
+        status,
+        result,
+        result_truncated,
+        artifact,
+        error,
+        input_request,
+        poll_hint,
+    })
 }
 
 impl ProtocolError {
@@ -119,7 +142,10 @@ impl ProtocolError {
             result: None,
             result_truncated: false,
             artifact: None,
-            error: Some(bounded(&format!("protocol error: {self}"), MAX_STORED_ERROR)),
+            error: Some(bounded(
+                &format!("protocol error: {self}"),
+                MAX_STORED_ERROR,
+            )),
             input_request: None,
             poll_hint: None,
         }
@@ -132,54 +158,111 @@ mod tests {
     use crate::secret::Secret;
 
     fn handle() -> RemoteHandle {
-        RemoteHandle { remote_task_id: Secret::new("rem-SECRET-1"), driver_data: Secret::new("drv-SECRET-2") }
+        RemoteHandle {
+            remote_task_id: Secret::new("rem-SECRET-1"),
+            driver_data: Secret::new("drv-SECRET-2"),
+        }
     }
 
     fn report(status: &str) -> RemoteReport {
-        RemoteReport { task_id: "rem-SECRET-1".into(), status: status.into(), ..Default::default() }
+        RemoteReport {
+            task_id: "rem-SECRET-1".into(),
+            status: status.into(),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn wrong_task_id_is_a_protocol_error() {
-        let r = RemoteReport { task_id: "other".into(), ..report("working") };
+        let r = RemoteReport {
+            task_id: "other".into(),
+            ..report("working")
+        };
         assert_eq!(validate(&r, &handle()), Err(ProtocolError::WrongTaskId));
     }
 
     #[test]
     fn unknown_or_local_status_is_a_protocol_error() {
-        assert_eq!(validate(&report("done"), &handle()), Err(ProtocolError::UnknownStatus));
-        assert_eq!(validate(&report("submitted"), &handle()), Err(ProtocolError::UnknownStatus));
+        assert_eq!(
+            validate(&report("done"), &handle()),
+            Err(ProtocolError::UnknownStatus)
+        );
+        assert_eq!(
+            validate(&report("submitted"), &handle()),
+            Err(ProtocolError::UnknownStatus)
+        );
     }
 
     #[test]
     fn nan_infinite_or_negative_hint_is_a_protocol_error() {
         for h in [f64::NAN, f64::INFINITY, -1.0] {
-            let r = RemoteReport { poll_hint_secs: Some(h), ..report("working") };
-            assert_eq!(validate(&r, &handle()), Err(ProtocolError::BadPollHint), "hint {h}");
+            let r = RemoteReport {
+                poll_hint_secs: Some(h),
+                ..report("working")
+            };
+            assert_eq!(
+                validate(&r, &handle()),
+                Err(ProtocolError::BadPollHint),
+                "hint {h}"
+            );
         }
-        let ok = RemoteReport { poll_hint_secs: Some(2.5), ..report("working") };
-        assert_eq!(validate(&ok, &handle()).map(|o| o.poll_hint), Ok(Some(Duration::from_millis(2500))));
+        let ok = RemoteReport {
+            poll_hint_secs: Some(2.5),
+            ..report("working")
+        };
+        assert_eq!(
+            validate(&ok, &handle()).map(|o| o.poll_hint),
+            Ok(Some(Duration::from_millis(2500)))
+        );
     }
 
     #[test]
     fn oversized_input_request_or_artifact_is_a_protocol_error() {
         let big = "x".repeat(MAX_INPUT_REQUEST + 1);
-        let r = RemoteReport { input_request: Some(big.clone()), ..report("input_required") };
-        assert_eq!(validate(&r, &handle()), Err(ProtocolError::InputRequestTooLarge));
-        let r = RemoteReport { artifact: Some("y".repeat(MAX_ARTIFACT + 1)), ..report("completed") };
-        assert_eq!(validate(&r, &handle()), Err(ProtocolError::ArtifactTooLarge));
-        let fits = RemoteReport { input_request: Some("x".repeat(MAX_INPUT_REQUEST)), ..report("input_required") };
+        let r = RemoteReport {
+            input_request: Some(big.clone()),
+            ..report("input_required")
+        };
+        assert_eq!(
+            validate(&r, &handle()),
+            Err(ProtocolError::InputRequestTooLarge)
+        );
+        let r = RemoteReport {
+            artifact: Some("y".repeat(MAX_ARTIFACT + 1)),
+            ..report("completed")
+        };
+        assert_eq!(
+            validate(&r, &handle()),
+            Err(ProtocolError::ArtifactTooLarge)
+        );
+        let fits = RemoteReport {
+            input_request: Some("x".repeat(MAX_INPUT_REQUEST)),
+            ..report("input_required")
+        };
         assert!(validate(&fits, &handle()).is_ok());
     }
 
     #[test]
     fn oversized_result_keeps_a_bounded_preview_and_a_flag() {
-        let r = RemoteReport { result: Some("é".repeat(MAX_RESULT_PREVIEW + 10)), ..report("completed") };
+        let r = RemoteReport {
+            result: Some("é".repeat(MAX_RESULT_PREVIEW + 10)),
+            ..report("completed")
+        };
         let o = validate(&r, &handle()).unwrap();
         assert!(o.result_truncated);
         assert_eq!(o.result.unwrap().chars().count(), MAX_RESULT_PREVIEW);
-        let small = validate(&RemoteReport { result: Some("{\"a\":1}".into()), ..report("completed") }, &handle()).unwrap();
-        assert_eq!((small.result.as_deref(), small.result_truncated), (Some("{\"a\":1}"), false));
+        let small = validate(
+            &RemoteReport {
+                result: Some("{\"a\":1}".into()),
+                ..report("completed")
+            },
+            &handle(),
+        )
+        .unwrap();
+        assert_eq!(
+            (small.result.as_deref(), small.result_truncated),
+            (Some("{\"a\":1}"), false)
+        );
     }
 
     #[test]
@@ -190,7 +273,10 @@ mod tests {
             ..report("completed")
         };
         let o = validate(&r, &handle()).unwrap();
-        assert_eq!(o.result.as_deref(), Some("a\u{FFFD}b [redacted] [redacted]"));
+        assert_eq!(
+            o.result.as_deref(),
+            Some("a\u{FFFD}b [redacted] [redacted]")
+        );
         assert_eq!(o.error.unwrap().chars().count(), MAX_STORED_ERROR);
     }
 
@@ -198,7 +284,11 @@ mod tests {
     fn protocol_error_becomes_terminal_failed_with_bounded_error() {
         let o = ProtocolError::Malformed("z".repeat(10_000)).into_observed();
         assert_eq!(o.status, RemoteStatus::Failed);
-        assert!(o.error.as_ref().unwrap().starts_with("protocol error: malformed payload"));
+        assert!(o
+            .error
+            .as_ref()
+            .unwrap()
+            .starts_with("protocol error: malformed payload"));
         assert_eq!(o.error.unwrap().chars().count(), MAX_STORED_ERROR);
     }
 }

@@ -60,12 +60,18 @@ text_enum!(
 impl RemoteStatus {
     /// Still worth polling.
     pub fn is_pollable(self) -> bool {
-        matches!(self, RemoteStatus::Submitted | RemoteStatus::Working | RemoteStatus::InputRequired)
+        matches!(
+            self,
+            RemoteStatus::Submitted | RemoteStatus::Working | RemoteStatus::InputRequired
+        )
     }
 
     /// Never changes again.
     pub fn is_terminal(self) -> bool {
-        matches!(self, RemoteStatus::Completed | RemoteStatus::Failed | RemoteStatus::Cancelled)
+        matches!(
+            self,
+            RemoteStatus::Completed | RemoteStatus::Failed | RemoteStatus::Cancelled
+        )
     }
 
     /// Worth telling the conversation about.
@@ -97,12 +103,21 @@ text_enum!(
 impl NotifyStatus {
     /// A dispatch is under way: a new version must not overwrite the frozen snapshot.
     pub fn in_flight(self) -> bool {
-        matches!(self, NotifyStatus::Claimed | NotifyStatus::Dispatched | NotifyStatus::Retry)
+        matches!(
+            self,
+            NotifyStatus::Claimed | NotifyStatus::Dispatched | NotifyStatus::Retry
+        )
     }
 
     /// A claim may take the row (given pending work, due, and a free lease).
     pub fn claimable(self) -> bool {
-        matches!(self, NotifyStatus::Pending | NotifyStatus::Claimed | NotifyStatus::Retry | NotifyStatus::Dispatched)
+        matches!(
+            self,
+            NotifyStatus::Pending
+                | NotifyStatus::Claimed
+                | NotifyStatus::Retry
+                | NotifyStatus::Dispatched
+        )
     }
 }
 
@@ -151,18 +166,34 @@ mod tests {
     #[test]
     fn remote_status_classes() {
         use RemoteStatus::*;
-        let pollable: Vec<_> = RemoteStatus::ALL.iter().filter(|s| s.is_pollable()).copied().collect();
+        let pollable: Vec<_> = RemoteStatus::ALL
+            .iter()
+            .filter(|s| s.is_pollable())
+            .copied()
+            .collect();
         assert_eq!(pollable, vec![Submitted, Working, InputRequired]);
-        let attention: Vec<_> = RemoteStatus::ALL.iter().filter(|s| s.needs_attention()).copied().collect();
+        let attention: Vec<_> = RemoteStatus::ALL
+            .iter()
+            .filter(|s| s.needs_attention())
+            .copied()
+            .collect();
         assert_eq!(attention, vec![InputRequired, Completed, Failed, Cancelled]);
     }
 
     #[test]
     fn notify_status_classes() {
         use NotifyStatus::*;
-        let in_flight: Vec<_> = NotifyStatus::ALL.iter().filter(|s| s.in_flight()).copied().collect();
+        let in_flight: Vec<_> = NotifyStatus::ALL
+            .iter()
+            .filter(|s| s.in_flight())
+            .copied()
+            .collect();
         assert_eq!(in_flight, vec![Claimed, Dispatched, Retry]);
-        let claimable: Vec<_> = NotifyStatus::ALL.iter().filter(|s| s.claimable()).copied().collect();
+        let claimable: Vec<_> = NotifyStatus::ALL
+            .iter()
+            .filter(|s| s.claimable())
+            .copied()
+            .collect();
         assert_eq!(claimable, vec![Pending, Claimed, Dispatched, Retry]);
     }
 }

@@ -209,39 +209,76 @@ pub trait Store: Send + Sync {
     /// fresh lease (owner, next fencing token, `now + lease_for`). A notification claim also
     /// freezes the snapshot ([`crate::transitions::outbox::claim`]). Atomic for the batch: a
     /// crash after it leaves leases that simply expire.
-    fn claim(&self, kind: LeaseKind, req: ClaimRequest) -> impl Future<Output = Result<Vec<Claimed>, StoreError>> + Send;
+    fn claim(
+        &self,
+        kind: LeaseKind,
+        req: ClaimRequest,
+    ) -> impl Future<Output = Result<Vec<Claimed>, StoreError>> + Send;
 
     /// Applies poll results, each guarded by [`crate::transitions::guard::poll_apply`]: its own
     /// poll lease, unexpired at the remote call's completion, no cancel requested, not terminal.
     /// Each accepted row gets the new remote state and schedule, loses the lease, and records the
     /// event against its current outbox. Rows are independent; the batch is one transaction.
-    fn apply_polls(&self, writes: Vec<PollWrite>, now: Timestamp) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
+    fn apply_polls(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
 
     /// Applies notification steps ([`crate::transitions::outbox::apply_action`]), each guarded
     /// by its notification lease at `now` and its dispatch version. Releases each lease.
-    fn finish_notifications(&self, writes: Vec<NotifyWrite>, now: Timestamp) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
+    fn finish_notifications(
+        &self,
+        writes: Vec<NotifyWrite>,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
 
     /// Applies cancel steps ([`crate::transitions::cancel::apply`]), each guarded by its cancel
     /// lease at `now`. Releases each lease.
-    fn finish_cancels(&self, writes: Vec<CancelWrite>, now: Timestamp) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
+    fn finish_cancels(
+        &self,
+        writes: Vec<CancelWrite>,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
 
     /// Gives leases of loop `kind` back without a result (the phase is unchanged; the row is due
     /// at `retry_at`); each guarded by its lease at `now`. A release with an error counts a
     /// failure for the notify and cancel loops; poll releases never count.
-    fn release(&self, kind: LeaseKind, releases: Vec<Release>, now: Timestamp) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
+    fn release(
+        &self,
+        kind: LeaseKind,
+        releases: Vec<Release>,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
 
     /// Records a cancel request in the caller's scope ([`crate::transitions::cancel::request`]).
     /// Atomic. Tasks of other owners or threads are [`CancelOutcome::NotFound`].
-    fn request_cancel(&self, scope: &Scope, target: &CancelTarget, now: Timestamp) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
+    fn request_cancel(
+        &self,
+        scope: &Scope,
+        target: &CancelTarget,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
 
     /// The caller's tasks in this thread, newest first (created desc, then id).
-    fn list_tasks(&self, scope: &Scope) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
+    fn list_tasks(
+        &self,
+        scope: &Scope,
+    ) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
 
     /// One of the caller's tasks in this thread; `None` for any other task.
-    fn get_task(&self, scope: &Scope, id: &TaskId) -> impl Future<Output = Result<Option<TaskRow>, StoreError>> + Send;
+    fn get_task(
+        &self,
+        scope: &Scope,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRow>, StoreError>> + Send;
 
     /// Operator view: all rows after `after` in id order, at most `limit`. Unscoped.
-    fn admin_rows(&self, after: Option<TaskId>, limit: usize) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
+    fn admin_rows(
+        &self,
+        after: Option<TaskId>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
 
     /// Operator view: counts.
     fn overview(&self) -> impl Future<Output = Result<Overview, StoreError>> + Send;

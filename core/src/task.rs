@@ -233,7 +233,15 @@ pub struct CancelState {
 impl CancelState {
     /// No cancel requested.
     pub fn none() -> Self {
-        CancelState { requested_at: None, status: CancelStatus::None, due_at: None, lease: None, claims: 0, failures: 0, last_error: None }
+        CancelState {
+            requested_at: None,
+            status: CancelStatus::None,
+            due_at: None,
+            lease: None,
+            claims: 0,
+            failures: 0,
+            last_error: None,
+        }
     }
 }
 
@@ -274,6 +282,8 @@ impl TaskRow {
 
     /// Whether the row is settled: nothing undelivered, no dispatch or cancel in flight.
     pub fn is_quiet(&self) -> bool {
-        !self.outbox.has_undelivered() && !self.outbox.status.in_flight() && self.cancel.status != CancelStatus::Requested
+        !self.outbox.has_undelivered()
+            && !self.outbox.status.in_flight()
+            && self.cancel.status != CancelStatus::Requested
     }
 }

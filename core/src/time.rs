@@ -71,7 +71,12 @@ mod tests {
         let t = Timestamp::from_micros(10);
         assert_eq!(t.plus(Duration::from_micros(5)).as_micros(), 15);
         assert_eq!(t.minus(Duration::from_micros(15)).as_micros(), -5);
-        assert_eq!(Timestamp::from_micros(i64::MAX).plus(Duration::from_secs(1)).as_micros(), i64::MAX);
+        assert_eq!(
+            Timestamp::from_micros(i64::MAX)
+                .plus(Duration::from_secs(1))
+                .as_micros(),
+            i64::MAX
+        );
         assert_eq!(t.since(Timestamp::from_micros(20)), Duration::ZERO);
         assert_eq!(Timestamp::from_micros(1_500_000).to_string(), "1.500000s");
     }

@@ -22,17 +22,34 @@ pub enum ApiError {
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// The caller's tasks in this thread, newest first.
     pub async fn list(&self, scope: &Scope) -> Result<Vec<PublicTask>, ApiError> {
-        Ok(self.store.list_tasks(scope).await?.iter().map(PublicTask::from_row).collect())
+        Ok(self
+            .store
+            .list_tasks(scope)
+            .await?
+            .iter()
+            .map(PublicTask::from_row)
+            .collect())
     }
 
     /// One of the caller's tasks; [`ApiError::NotFound`] for anything outside the scope.
     pub async fn detail(&self, scope: &Scope, id: &TaskId) -> Result<PublicTask, ApiError> {
-        self.store.get_task(scope, id).await?.map(|r| PublicTask::from_row(&r)).ok_or(ApiError::NotFound)
+        self.store
+            .get_task(scope, id)
+            .await?
+            .map(|r| PublicTask::from_row(&r))
+            .ok_or(ApiError::NotFound)
     }
 
     /// Requests a cancel. Repeats change nothing; other owners' tasks are not found.
-    pub async fn cancel(&self, scope: &Scope, target: &CancelTarget) -> Result<CancelOutcome, ApiError> {
-        Ok(self.store.request_cancel(scope, target, self.clock.now()).await?)
+    pub async fn cancel(
+        &self,
+        scope: &Scope,
+        target: &CancelTarget,
+    ) -> Result<CancelOutcome, ApiError> {
+        Ok(self
+            .store
+            .request_cancel(scope, target, self.clock.now())
+            .await?)
     }
 
     /// The context given to each agent run: at most 20 tasks, four fields each.

@@ -17,8 +17,13 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// Writes `batch` with `write`. If the store rejects the batch as a whole (not merely
     /// unreachable), each row is retried alone so one poisoned row cannot hold back the others;
     /// rows that still fail are released with a counted error for loop `kind`.
-    pub(super) async fn write_batch<W, F, Fut>(&self, kind: LeaseKind, batch: Vec<W>, write: F, report: &mut LoopReport)
-    where
+    pub(super) async fn write_batch<W, F, Fut>(
+        &self,
+        kind: LeaseKind,
+        batch: Vec<W>,
+        write: F,
+        report: &mut LoopReport,
+    ) where
         W: RowWrite,
         F: Fn(Vec<W>) -> Fut,
         Fut: Future<Output = Result<Vec<WriteOutcome>, StoreError>>,
@@ -54,7 +59,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     }
 
     /// Gives leases back without a result.
-    pub(super) async fn release_batch(&self, kind: LeaseKind, releases: Vec<Release>, report: &mut LoopReport) {
+    pub(super) async fn release_batch(
+        &self,
+        kind: LeaseKind,
+        releases: Vec<Release>,
+        report: &mut LoopReport,
+    ) {
         if releases.is_empty() {
             return;
         }
@@ -71,14 +81,29 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// Whether an external call may start under `lease`: enough of it is left (see
     /// [`crate::policy::Policy::min_lease_left`]) and the engine is not shutting down.
     pub(super) fn may_call_out(&self, lease: &Lease) -> bool {
-        !self.shutting_down() && self.clock.now().plus(self.policy.min_lease_left) < lease.expires_at
+        !self.shutting_down()
+            && self.clock.now().plus(self.policy.min_lease_left) < lease.expires_at
     }
 
     /// A release of `lease` due after the release backoff, or at once when shutting down.
-    pub(super) fn release_of(&self, task_id: &TaskId, lease: &Lease, error: Option<String>) -> Release {
+    pub(super) fn release_of(
+        &self,
+        task_id: &TaskId,
+        lease: &Lease,
+        error: Option<String>,
+    ) -> Release {
         let now = self.clock.now();
-        let retry_at = if error.is_none() && self.shutting_down() { now } else { now.plus(self.policy.release_backoff) };
-        Release { task_id: task_id.clone(), lease: lease.clone(), retry_at, error }
+        let retry_at = if error.is_none() && self.shutting_down() {
+            now
+        } else {
+            now.plus(self.policy.release_backoff)
+        };
+        Release {
+            task_id: task_id.clone(),
+            lease: lease.clone(),
+            retry_at,
+            error,
+        }
     }
 }
 

@@ -12,30 +12,45 @@ use crate::transitions::poll;
 use futures::future::join_all;
 
 enum CancelStep {
-    Write(CancelWrite),
+    Write(Box<CancelWrite>),
     Release(Release),
 }
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     pub(super) async fn cancel_pass(&self) -> LoopReport {
         let mut report = LoopReport::default();
-        let claimed = self.claim(LeaseKind::Cancel, self.policy.cancel_lease, &mut report).await;
+        let claimed = self
+            .claim(LeaseKind::Cancel, self.policy.cancel_lease, &mut report)
+            .await;
         let steps = join_all(claimed.into_iter().map(|c| self.cancel_one(c))).await;
         let (mut writes, mut releases) = (Vec::new(), Vec::new());
         for step in steps {
             match step {
-                CancelStep::Write(w) => writes.push(w),
+                CancelStep::Write(w) => writes.push(*w),
                 CancelStep::Release(r) => releases.push(r),
             }
         }
         let now = self.clock.now();
-        self.write_batch(LeaseKind::Cancel, writes, |b| self.store.finish_cancels(b, now), &mut report).await;
-        self.release_batch(LeaseKind::Cancel, releases, &mut report).await;
+        self.write_batch(
+            LeaseKind::Cancel,
+            writes,
+            |b| self.store.finish_cancels(b, now),
+            &mut report,
+        )
+        .await;
+        self.release_batch(LeaseKind::Cancel, releases, &mut report)
+            .await;
         report
     }
 
     async fn cancel_one(&self, c: Claimed) -> CancelStep {
-        let write = |action| CancelStep::Write(CancelWrite { task_id: c.row.id().clone(), lease: c.lease.clone(), action });
+        let write = |action| {
+            CancelStep::Write(Box::new(CancelWrite {
+                task_id: c.row.id().clone(),
+                lease: c.lease.clone(),
+                action,
+            }))
+        };
         if c.row.cancel.failures >= CANCEL_BUDGET {
             return write(CancelAction::BudgetExhausted);
         }
@@ -45,17 +60,21 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let handle = &c.row.identity.handle;
         let answer = self.driver.cancel(handle).await;
         let at = self.clock.now();
-        let finished = |report| CancelAction::Finished(poll::on_report(&c.row, report, at, &self.policy));
+        let finished = |report| {
+            CancelAction::Finished(Box::new(poll::on_report(&c.row, report, at, &self.policy)))
+        };
         let action = match answer {
             Ok(report) => match snapshot::validate(&report, handle) {
                 Ok(obs) if obs.status.is_terminal() => finished(Ok(obs)),
-                Ok(obs) => CancelAction::Failed(format!("remote cancel left the task {}", obs.status)),
+                Ok(obs) => {
+                    CancelAction::Failed(format!("remote cancel left the task {}", obs.status))
+                }
                 Err(protocol) => finished(Err(protocol)),
             },
             Err(DriverError::UnknownTask) => finished(Err(ProtocolError::UnknownTask)),
-            Err(DriverError::Malformed(detail)) => {
-                finished(Err(ProtocolError::Malformed(bounded(&snapshot::storable(&detail, handle), MAX_STORED_ERROR))))
-            }
+            Err(DriverError::Malformed(detail)) => finished(Err(ProtocolError::Malformed(
+                bounded(&snapshot::storable(&detail, handle), MAX_STORED_ERROR),
+            ))),
             Err(e @ (DriverError::Unavailable { .. } | DriverError::Rejected(_))) => {
                 CancelAction::Failed(snapshot::storable(&e.to_string(), handle))
             }

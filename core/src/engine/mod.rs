@@ -80,8 +80,24 @@ pub struct Engine<S, D, L, C> {
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// An engine whose leases carry `worker` as owner.
-    pub fn new(store: S, driver: D, launcher: L, clock: C, worker: WorkerId, policy: Policy) -> Self {
-        Engine { store, driver, launcher, clock, worker, policy, shutting_down: AtomicBool::new(false), compensations: Mutex::new(Vec::new()) }
+    pub fn new(
+        store: S,
+        driver: D,
+        launcher: L,
+        clock: C,
+        worker: WorkerId,
+        policy: Policy,
+    ) -> Self {
+        Engine {
+            store,
+            driver,
+            launcher,
+            clock,
+            worker,
+            policy,
+            shutting_down: AtomicBool::new(false),
+            compensations: Mutex::new(Vec::new()),
+        }
     }
 
     /// The store.
@@ -117,8 +133,18 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         self.shutting_down.load(Ordering::SeqCst)
     }
 
-    async fn claim(&self, kind: LeaseKind, lease_for: Duration, report: &mut LoopReport) -> Vec<Claimed> {
-        let req = ClaimRequest { worker: self.worker.clone(), now: self.clock.now(), lease_for, limit: self.policy.batch_size };
+    async fn claim(
+        &self,
+        kind: LeaseKind,
+        lease_for: Duration,
+        report: &mut LoopReport,
+    ) -> Vec<Claimed> {
+        let req = ClaimRequest {
+            worker: self.worker.clone(),
+            now: self.clock.now(),
+            lease_for,
+            limit: self.policy.batch_size,
+        };
         match self.store.claim(kind, req).await {
             Ok(claimed) => {
                 report.claimed = claimed.len();

@@ -20,7 +20,9 @@ enum NotifyStep {
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     pub(super) async fn notify_pass(&self) -> LoopReport {
         let mut report = LoopReport::default();
-        let claimed = self.claim(LeaseKind::Notify, self.policy.notify_lease, &mut report).await;
+        let claimed = self
+            .claim(LeaseKind::Notify, self.policy.notify_lease, &mut report)
+            .await;
         let steps = join_all(claimed.into_iter().map(|c| self.notify_one(c))).await;
         let (mut writes, mut releases) = (Vec::new(), Vec::new());
         for step in steps {
@@ -30,15 +32,27 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }
         }
         let now = self.clock.now();
-        self.write_batch(LeaseKind::Notify, writes, |b| self.store.finish_notifications(b, now), &mut report).await;
-        self.release_batch(LeaseKind::Notify, releases, &mut report).await;
+        self.write_batch(
+            LeaseKind::Notify,
+            writes,
+            |b| self.store.finish_notifications(b, now),
+            &mut report,
+        )
+        .await;
+        self.release_batch(LeaseKind::Notify, releases, &mut report)
+            .await;
         report
     }
 
     async fn notify_one(&self, c: Claimed) -> NotifyStep {
         let o = &c.row.outbox;
         let write = |action| {
-            NotifyStep::Write(NotifyWrite { task_id: c.row.id().clone(), lease: c.lease.clone(), dispatch_version: o.dispatch_version, action })
+            NotifyStep::Write(NotifyWrite {
+                task_id: c.row.id().clone(),
+                lease: c.lease.clone(),
+                dispatch_version: o.dispatch_version,
+                action,
+            })
         };
         let budget_spent = o.failures >= FAILURE_BUDGET;
         let late_budget_check = mutation::active(Mutant::BudgetCheckedAfterLaunch);
@@ -50,7 +64,11 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         }
         let action = if o.status == NotifyStatus::Dispatched {
             let Some(run) = &o.run_id else {
-                return NotifyStep::Release(self.release_of(c.row.id(), &c.lease, Some("dispatched without a run id".into())));
+                return NotifyStep::Release(self.release_of(
+                    c.row.id(),
+                    &c.lease,
+                    Some("dispatched without a run id".into()),
+                ));
             };
             match self.launcher.run_status(run).await {
                 Ok(RunStatus::Pending | RunStatus::Running) => NotifyAction::RunPending,
@@ -60,7 +78,11 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }
         } else {
             let Some(event) = &o.dispatch_event else {
-                return NotifyStep::Release(self.release_of(c.row.id(), &c.lease, Some("claimed without a frozen snapshot".into())));
+                return NotifyStep::Release(self.release_of(
+                    c.row.id(),
+                    &c.lease,
+                    Some("claimed without a frozen snapshot".into()),
+                ));
             };
             let req = RunRequest {
                 key: idempotency_key(c.row.id(), o),

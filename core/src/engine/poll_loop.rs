@@ -2,8 +2,8 @@
 
 use super::{Engine, LoopReport};
 use crate::lease::LeaseKind;
-use crate::ports::{Clock, Driver, DriverError, Launcher};
 use crate::policy::{bounded, MAX_STORED_ERROR};
+use crate::ports::{Clock, Driver, DriverError, Launcher};
 use crate::snapshot::{self, ProtocolError};
 use crate::store::{Claimed, PollWrite, Release, Store};
 use crate::task::{ErrorClass, PollError};
@@ -11,25 +11,34 @@ use crate::transitions::poll;
 use futures::future::join_all;
 
 enum PollStep {
-    Write(PollWrite),
+    Write(Box<PollWrite>),
     Release(Release),
 }
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     pub(super) async fn poll_pass(&self) -> LoopReport {
         let mut report = LoopReport::default();
-        let claimed = self.claim(LeaseKind::Poll, self.policy.poll_lease, &mut report).await;
+        let claimed = self
+            .claim(LeaseKind::Poll, self.policy.poll_lease, &mut report)
+            .await;
         let steps = join_all(claimed.into_iter().map(|c| self.poll_one(c))).await;
         let (mut writes, mut releases) = (Vec::new(), Vec::new());
         for step in steps {
             match step {
-                PollStep::Write(w) => writes.push(w),
+                PollStep::Write(w) => writes.push(*w),
                 PollStep::Release(r) => releases.push(r),
             }
         }
         let now = self.clock.now();
-        self.write_batch(LeaseKind::Poll, writes, |b| self.store.apply_polls(b, now), &mut report).await;
-        self.release_batch(LeaseKind::Poll, releases, &mut report).await;
+        self.write_batch(
+            LeaseKind::Poll,
+            writes,
+            |b| self.store.apply_polls(b, now),
+            &mut report,
+        )
+        .await;
+        self.release_batch(LeaseKind::Poll, releases, &mut report)
+            .await;
         report
     }
 
@@ -41,22 +50,45 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let answer = self.driver.get_status(handle).await;
         let at = self.clock.now();
         let update = match answer {
-            Ok(report) => poll::on_report(&c.row, snapshot::validate(&report, handle), at, &self.policy),
-            Err(DriverError::UnknownTask) => poll::on_report(&c.row, Err(ProtocolError::UnknownTask), at, &self.policy),
+            Ok(report) => poll::on_report(
+                &c.row,
+                snapshot::validate(&report, handle),
+                at,
+                &self.policy,
+            ),
+            Err(DriverError::UnknownTask) => {
+                poll::on_report(&c.row, Err(ProtocolError::UnknownTask), at, &self.policy)
+            }
             Err(DriverError::Malformed(detail)) => {
                 let detail = bounded(&snapshot::storable(&detail, handle), MAX_STORED_ERROR);
-                poll::on_report(&c.row, Err(ProtocolError::Malformed(detail)), at, &self.policy)
+                poll::on_report(
+                    &c.row,
+                    Err(ProtocolError::Malformed(detail)),
+                    at,
+                    &self.policy,
+                )
             }
             Err(DriverError::Unavailable { class, message }) => {
-                let error = PollError { class, message: snapshot::storable(&message, handle) };
+                let error = PollError {
+                    class,
+                    message: snapshot::storable(&message, handle),
+                };
                 poll::on_failure(&c.row, error, at, &self.policy)
             }
             Err(DriverError::Rejected(message)) => {
-                let error = PollError { class: ErrorClass::Server, message: snapshot::storable(&message, handle) };
+                let error = PollError {
+                    class: ErrorClass::Server,
+                    message: snapshot::storable(&message, handle),
+                };
                 poll::on_failure(&c.row, error, at, &self.policy)
             }
         };
         tracing::debug!(task = %c.row.id(), token = ?c.lease.token, status = %update.remote.status, errors = update.consecutive_errors, "polled");
-        PollStep::Write(PollWrite { task_id: c.row.id().clone(), lease: c.lease, completed_at: at, update })
+        PollStep::Write(Box::new(PollWrite {
+            task_id: c.row.id().clone(),
+            lease: c.lease,
+            completed_at: at,
+            update,
+        }))
     }
 }

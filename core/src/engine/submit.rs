@@ -60,18 +60,37 @@ impl Drop for Armed<'_> {
     fn drop(&mut self) {
         if let Some(handle) = self.handle.take() {
             let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-            queue.push(PendingCompensation { handle, attempts: 0 });
+            queue.push(PendingCompensation {
+                handle,
+                attempts: 0,
+            });
         }
     }
 }
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// Starts a remote task and persists it, returning its local id (DOMAIN §7).
-    pub async fn submit(&self, ids: &dyn IdSource, cmd: SubmitCommand) -> Result<TaskId, SubmitError> {
+    pub async fn submit(
+        &self,
+        ids: &dyn IdSource,
+        cmd: SubmitCommand,
+    ) -> Result<TaskId, SubmitError> {
         check_request(&cmd)?;
-        let req = SubmitRequest { server: cmd.server.clone(), owner: cmd.scope.owner.clone(), name: cmd.name.clone(), input: cmd.input };
-        let submitted = self.driver.submit(&req).await.map_err(|e| SubmitError::Remote(bounded(&e.to_string(), MAX_SHOWN_ERROR)))?;
-        let armed = Armed { queue: &self.compensations, handle: Some(submitted.handle.clone()) };
+        let req = SubmitRequest {
+            server: cmd.server.clone(),
+            owner: cmd.scope.owner.clone(),
+            name: cmd.name.clone(),
+            input: cmd.input,
+        };
+        let submitted = self
+            .driver
+            .submit(&req)
+            .await
+            .map_err(|e| SubmitError::Remote(bounded(&e.to_string(), MAX_SHOWN_ERROR)))?;
+        let armed = Armed {
+            queue: &self.compensations,
+            handle: Some(submitted.handle.clone()),
+        };
         let handle = submitted.handle;
         let now = self.clock.now();
         let first = submitted.report.map(|r| snapshot::validate(&r, &handle));
@@ -85,7 +104,10 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             created_at: now,
         };
         let task_id = identity.task_id.clone();
-        let result = self.store.insert_task(new_row(identity, first, now, &self.policy)).await;
+        let result = self
+            .store
+            .insert_task(new_row(identity, first, now, &self.policy))
+            .await;
         armed.disarm();
         match result {
             Ok(()) => Ok(task_id),
@@ -108,13 +130,18 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// Cancels remote tasks of submits that were dropped midway or whose compensating cancel
     /// failed; each is tried [`COMPENSATION_ATTEMPTS`] times in all. Returns how many succeeded.
     pub(super) async fn compensate_pending(&self) -> usize {
-        let pending = std::mem::take(&mut *self.compensations.lock().unwrap_or_else(|p| p.into_inner()));
+        let pending =
+            std::mem::take(&mut *self.compensations.lock().unwrap_or_else(|p| p.into_inner()));
         let mut done = 0;
         for p in pending {
             match self.driver.cancel(&p.handle).await {
                 Ok(_) => done += 1,
-                Err(_) if p.attempts + 1 < COMPENSATION_ATTEMPTS => self.queue_compensation(p.handle, p.attempts + 1),
-                Err(_) => tracing::warn!("compensating cancel given up after {COMPENSATION_ATTEMPTS} attempts"),
+                Err(_) if p.attempts + 1 < COMPENSATION_ATTEMPTS => {
+                    self.queue_compensation(p.handle, p.attempts + 1)
+                }
+                Err(_) => tracing::warn!(
+                    "compensating cancel given up after {COMPENSATION_ATTEMPTS} attempts"
+                ),
             }
         }
         done
@@ -122,19 +149,30 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
 
     /// Remote tasks still waiting for a compensating cancel.
     pub fn pending_compensations(&self) -> usize {
-        self.compensations.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.compensations
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 }
 
 fn check_request(cmd: &SubmitCommand) -> Result<(), SubmitError> {
-    let fields = [("owner", cmd.scope.owner.as_str()), ("thread", cmd.scope.thread.as_str()), ("server", cmd.server.as_str())];
+    let fields = [
+        ("owner", cmd.scope.owner.as_str()),
+        ("thread", cmd.scope.thread.as_str()),
+        ("server", cmd.server.as_str()),
+    ];
     for (field, value) in fields {
         if value.is_empty() || value.chars().count() > MAX_ID || value.contains('\0') {
-            return Err(SubmitError::Invalid(format!("{field} must be 1 to {MAX_ID} characters without NUL")));
+            return Err(SubmitError::Invalid(format!(
+                "{field} must be 1 to {MAX_ID} characters without NUL"
+            )));
         }
     }
     if cmd.name.chars().count() > MAX_NAME || cmd.name.contains('\0') {
-        return Err(SubmitError::Invalid(format!("name must be at most {MAX_NAME} characters without NUL")));
+        return Err(SubmitError::Invalid(format!(
+            "name must be at most {MAX_NAME} characters without NUL"
+        )));
     }
     Ok(())
 }

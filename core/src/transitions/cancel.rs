@@ -57,7 +57,7 @@ pub fn claimable(row: &TaskRow, now: Timestamp) -> bool {
 pub enum CancelAction {
     /// The remote returned a terminal snapshot (cancelled, or completed/failed if it finished
     /// first), or a protocol error made the task `failed`.
-    Finished(PollUpdate),
+    Finished(Box<PollUpdate>),
     /// The remote cancel failed or left the task running: counted, retried after backoff.
     Failed(String),
     /// The cancel budget is spent (checked before the remote call): a visible cancel dead letter.
@@ -66,7 +66,12 @@ pub enum CancelAction {
 
 /// Applies a guarded cancel action and releases the cancel lease. Returns what the outbox did
 /// when a terminal snapshot was applied.
-pub fn apply(row: &mut TaskRow, action: CancelAction, now: Timestamp, policy: &Policy) -> Option<Recorded> {
+pub fn apply(
+    row: &mut TaskRow,
+    action: CancelAction,
+    now: Timestamp,
+    policy: &Policy,
+) -> Option<Recorded> {
     row.cancel.lease = None;
     match action {
         CancelAction::Finished(update) => {
@@ -75,6 +80,7 @@ pub fn apply(row: &mut TaskRow, action: CancelAction, now: Timestamp, policy: &P
             if row.remote.status.is_terminal() {
                 return None;
             }
+            let update = *update;
             row.remote = update.remote;
             row.poll.next_poll_at = update.next_poll_at;
             row.poll.consecutive_errors = update.consecutive_errors;

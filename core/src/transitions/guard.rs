@@ -19,7 +19,12 @@ pub fn poll_apply(row: &TaskRow, lease: &Lease, completed_at: Timestamp) -> Resu
 }
 
 /// A notification write needs the claim's lease at `now` and the same dispatch version.
-pub fn notify_write(row: &TaskRow, lease: &Lease, dispatch_version: u64, now: Timestamp) -> Result<(), Refusal> {
+pub fn notify_write(
+    row: &TaskRow,
+    lease: &Lease,
+    dispatch_version: u64,
+    now: Timestamp,
+) -> Result<(), Refusal> {
     check_lease(row.outbox.lease.as_ref(), lease, now)?;
     if row.outbox.dispatch_version != dispatch_version {
         return Err(Refusal::VersionMoved);
@@ -33,6 +38,11 @@ pub fn cancel_write(row: &TaskRow, lease: &Lease, now: Timestamp) -> Result<(), 
 }
 
 /// A release needs the claim's lease of that kind at `now`.
-pub fn release(row: &TaskRow, kind: LeaseKind, lease: &Lease, now: Timestamp) -> Result<(), Refusal> {
+pub fn release(
+    row: &TaskRow,
+    kind: LeaseKind,
+    lease: &Lease,
+    now: Timestamp,
+) -> Result<(), Refusal> {
     check_lease(row.lease(kind), lease, now)
 }

@@ -37,7 +37,8 @@ pub fn record_event(o: &mut Outbox, new: Option<(Event, Fingerprint)>, now: Time
         }
         return Recorded::Cleared;
     };
-    let changed = o.fingerprint.as_ref() != Some(&fp) || mutation::active(Mutant::FingerprintCheckSkipped);
+    let changed =
+        o.fingerprint.as_ref() != Some(&fp) || mutation::active(Mutant::FingerprintCheckSkipped);
     if !changed {
         if mutation::active(Mutant::VersionBumpWithoutChange) {
             o.event_version += 1;
@@ -53,7 +54,9 @@ pub fn record_event(o: &mut Outbox, new: Option<(Event, Fingerprint)>, now: Time
             o.dispatch_version = o.event_version;
             o.dispatch_event = o.event.clone();
         }
-    } else if !(o.status == NotifyStatus::DeadLetter && mutation::active(Mutant::DeadLetterNotRevived)) {
+    } else if !(o.status == NotifyStatus::DeadLetter
+        && mutation::active(Mutant::DeadLetterNotRevived))
+    {
         reopen(o, now);
     }
     Recorded::NewVersion(o.event_version)
@@ -82,14 +85,19 @@ fn drop_undelivered(o: &mut Outbox) {
 
 /// Whether the notification loop may claim this outbox at `now` (DOMAIN §3).
 pub fn claimable(o: &Outbox, now: Timestamp) -> bool {
-    o.status.claimable() && o.has_undelivered() && o.due_at <= now && Lease::is_free(o.lease.as_ref(), now)
+    o.status.claimable()
+        && o.has_undelivered()
+        && o.due_at <= now
+        && Lease::is_free(o.lease.as_ref(), now)
 }
 
 /// Claims the outbox with `lease`: freezes the snapshot when there is none or a newer version
 /// exists (a new version resets attempt and failure counters); otherwise keeps the frozen one.
 /// A dispatched row keeps its run. Precondition: [`claimable`].
 pub fn claim(o: &mut Outbox, lease: Lease) {
-    debug_assert!(o.event.is_some() || o.dispatch_event.is_some() || o.status == NotifyStatus::Dispatched);
+    debug_assert!(
+        o.event.is_some() || o.dispatch_event.is_some() || o.status == NotifyStatus::Dispatched
+    );
     o.claims = lease.token.0;
     o.lease = Some(lease);
     if o.status == NotifyStatus::Dispatched {
@@ -112,7 +120,10 @@ pub fn claim(o: &mut Outbox, lease: Lease) {
 
 /// The idempotency key of the frozen snapshot's current attempt (DOMAIN §3 "Delivery").
 pub fn idempotency_key(task_id: &crate::ids::TaskId, o: &Outbox) -> String {
-    format!("task:{}:{}:{}", task_id, o.dispatch_version, o.dispatch_attempt)
+    format!(
+        "task:{}:{}:{}",
+        task_id, o.dispatch_version, o.dispatch_attempt
+    )
 }
 
 /// The outcome of one step of a dispatch, applied under the notification lease.
@@ -163,9 +174,12 @@ pub fn apply_action(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy
                 drop_undelivered(o);
             }
         }
-        NotifyAction::ThreadGone if mutation::active(Mutant::ThreadGoneRetried) => {
-            apply_action(o, NotifyAction::LaunchFailed("thread gone".into()), now, policy)
-        }
+        NotifyAction::ThreadGone if mutation::active(Mutant::ThreadGoneRetried) => apply_action(
+            o,
+            NotifyAction::LaunchFailed("thread gone".into()),
+            now,
+            policy,
+        ),
         NotifyAction::ThreadGone => end_dispatch(o, Some(DeadLetterReason::ThreadGone), now),
         NotifyAction::LaunchFailed(error) => {
             o.failures += 1;
@@ -214,7 +228,11 @@ fn end_dispatch(o: &mut Outbox, dead: Option<DeadLetterReason>, now: Timestamp) 
         return;
     }
     o.notified_version = o.event_version;
-    o.status = if dead.is_some() { NotifyStatus::DeadLetter } else { NotifyStatus::Delivered };
+    o.status = if dead.is_some() {
+        NotifyStatus::DeadLetter
+    } else {
+        NotifyStatus::Delivered
+    };
 }
 
 /// Releases the notification lease without changing the phase; `error` counts a failure.

@@ -3,7 +3,9 @@
 //! under the poll lease with [`apply`], recording the event against the *current* outbox.
 
 use crate::event::{Event, Fingerprint};
-use crate::policy::{bounded, Policy, DEGRADED_AFTER, INPUT_REQUIRED_FLOOR, MAX_POLL_DELAY, MAX_STORED_ERROR};
+use crate::policy::{
+    bounded, Policy, DEGRADED_AFTER, INPUT_REQUIRED_FLOOR, MAX_POLL_DELAY, MAX_STORED_ERROR,
+};
 use crate::snapshot::{Observed, ProtocolError};
 use crate::status::RemoteStatus;
 use crate::task::{PollError, RemoteState, TaskRow};
@@ -32,7 +34,11 @@ pub struct PollUpdate {
 
 /// The delay before the next poll after a successful report (DOMAIN §4): the server's hint or
 /// the poll interval; at least 60 s for `input_required`; at most one day; none when terminal.
-pub fn next_poll_delay(status: RemoteStatus, hint: Option<Duration>, policy: &Policy) -> Option<Duration> {
+pub fn next_poll_delay(
+    status: RemoteStatus,
+    hint: Option<Duration>,
+    policy: &Policy,
+) -> Option<Duration> {
     if status.is_terminal() {
         return None;
     }
@@ -44,12 +50,24 @@ pub fn next_poll_delay(status: RemoteStatus, hint: Option<Duration>, policy: &Po
 }
 
 /// A successful report (or a protocol error, which makes the task terminal `failed`).
-pub fn on_report(row: &TaskRow, report: Result<Observed, ProtocolError>, at: Timestamp, policy: &Policy) -> PollUpdate {
+pub fn on_report(
+    row: &TaskRow,
+    report: Result<Observed, ProtocolError>,
+    at: Timestamp,
+    policy: &Policy,
+) -> PollUpdate {
     let observed = report.unwrap_or_else(ProtocolError::into_observed);
     let remote = row.remote.observe(&observed, at);
-    let next_poll_at = next_poll_delay(remote.status, observed.poll_hint, policy).map(|d| at.plus(d));
+    let next_poll_at =
+        next_poll_delay(remote.status, observed.poll_hint, policy).map(|d| at.plus(d));
     let event = Event::build(&row.identity, &remote, None).map(Event::fingerprinted);
-    PollUpdate { remote, next_poll_at, consecutive_errors: 0, last_error: None, event }
+    PollUpdate {
+        remote,
+        next_poll_at,
+        consecutive_errors: 0,
+        last_error: None,
+        event,
+    }
 }
 
 /// A failed poll: `next = at + min(interval × 2^min(errors_before, 16), max_backoff)`, one more
@@ -58,7 +76,10 @@ pub fn on_failure(row: &TaskRow, error: PollError, at: Timestamp, policy: &Polic
     let before = row.poll.consecutive_errors;
     let delay = Policy::backoff(policy.poll_interval, before, policy.max_poll_backoff);
     let errors = before.saturating_add(1);
-    let error = PollError { class: error.class, message: bounded(&error.message, MAX_STORED_ERROR) };
+    let error = PollError {
+        class: error.class,
+        message: bounded(&error.message, MAX_STORED_ERROR),
+    };
     let degraded = (errors >= DEGRADED_AFTER).then_some(&error);
     let event = Event::build(&row.identity, &row.remote, degraded).map(Event::fingerprinted);
     PollUpdate {

@@ -11,14 +11,20 @@ use crate::transitions::poll::next_poll_delay;
 
 /// The row of a newly submitted task, given the remote's first report if it sent one.
 /// Without a report the task is `submitted` and due for its first poll at once.
-pub fn new_row(identity: Identity, first: Option<Result<Observed, ProtocolError>>, now: Timestamp, policy: &Policy) -> TaskRow {
+pub fn new_row(
+    identity: Identity,
+    first: Option<Result<Observed, ProtocolError>>,
+    now: Timestamp,
+    policy: &Policy,
+) -> TaskRow {
     let submitted = RemoteState::submitted(now);
     let (remote, next_poll_at) = match first {
         None => (submitted, Some(now)),
         Some(report) => {
             let observed = report.unwrap_or_else(ProtocolError::into_observed);
             let remote = submitted.observe(&observed, now);
-            let next = next_poll_delay(remote.status, observed.poll_hint, policy).map(|d| now.plus(d));
+            let next =
+                next_poll_delay(remote.status, observed.poll_hint, policy).map(|d| now.plus(d));
             (remote, next)
         }
     };
@@ -28,7 +34,13 @@ pub fn new_row(identity: Identity, first: Option<Result<Observed, ProtocolError>
     TaskRow {
         identity,
         remote,
-        poll: PollState { next_poll_at, consecutive_errors: 0, last_error: None, lease: None, claims: 0 },
+        poll: PollState {
+            next_poll_at,
+            consecutive_errors: 0,
+            last_error: None,
+            lease: None,
+            claims: 0,
+        },
         outbox,
         cancel: CancelState::none(),
     }
@@ -46,19 +58,34 @@ pub fn validate(row: &TaskRow) -> Result<(), crate::store::StoreError> {
         ("server", id.server.as_str(), MAX_ID),
         ("name", &id.name, MAX_NAME),
         ("remote task id", id.handle.remote_task_id.expose(), MAX_ID),
-        ("driver data", id.handle.driver_data.expose(), MAX_DRIVER_DATA),
+        (
+            "driver data",
+            id.handle.driver_data.expose(),
+            MAX_DRIVER_DATA,
+        ),
     ];
     for (field, value, max) in checks {
         if value.chars().count() > max {
-            return Err(crate::store::StoreError::Invalid(format!("{field} longer than {max} characters")));
+            return Err(crate::store::StoreError::Invalid(format!(
+                "{field} longer than {max} characters"
+            )));
         }
         if value.contains('\0') {
-            return Err(crate::store::StoreError::Invalid(format!("{field} contains a NUL character")));
+            return Err(crate::store::StoreError::Invalid(format!(
+                "{field} contains a NUL character"
+            )));
         }
     }
-    for (field, value) in [("task id", id.task_id.as_str()), ("owner", id.owner.as_str()), ("thread", id.thread.as_str()), ("server", id.server.as_str())] {
+    for (field, value) in [
+        ("task id", id.task_id.as_str()),
+        ("owner", id.owner.as_str()),
+        ("thread", id.thread.as_str()),
+        ("server", id.server.as_str()),
+    ] {
         if value.is_empty() {
-            return Err(crate::store::StoreError::Invalid(format!("{field} is empty")));
+            return Err(crate::store::StoreError::Invalid(format!(
+                "{field} is empty"
+            )));
         }
     }
     Ok(())
