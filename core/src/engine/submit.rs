@@ -108,12 +108,20 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .store
             .insert_task(new_row(identity, first, now, &self.policy))
             .await;
-        armed.disarm();
         match result {
-            Ok(()) => Ok(task_id),
-            Err(StoreError::DuplicateHandle) => Err(SubmitError::Duplicate),
+            Ok(()) => {
+                armed.disarm();
+                Ok(task_id)
+            }
+            Err(StoreError::DuplicateHandle) => {
+                armed.disarm();
+                Err(SubmitError::Duplicate)
+            }
             Err(e) => {
-                if let Err(cancel_error) = self.driver.cancel(&handle).await {
+                // Still armed during the compensating cancel: dropped there, it is queued.
+                let cancelled = self.driver.cancel(&handle).await;
+                armed.disarm();
+                if let Err(cancel_error) = cancelled {
                     tracing::warn!(error = %snapshot::storable(&cancel_error.to_string(), &handle), "compensating cancel failed; queued");
                     self.queue_compensation(handle, 1);
                 }
@@ -129,7 +137,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
 
     /// Cancels remote tasks of submits that were dropped midway or whose compensating cancel
     /// failed; each is tried [`COMPENSATION_ATTEMPTS`] times in all. Returns how many succeeded.
-    pub(super) async fn compensate_pending(&self) -> usize {
+    pub async fn compensate_pending(&self) -> usize {
         let pending =
             std::mem::take(&mut *self.compensations.lock().unwrap_or_else(|p| p.into_inner()));
         let mut done = 0;

@@ -1,0 +1,123 @@
+//! Fencing invariants, read from what the store answered and what worker ports did:
+//! no write from an expired or superseded lease, no poll result after a cancel request, never
+//! two concurrent remote cancels of a task, no stale snapshot after a 409, no retry after a 404.
+
+use super::facts::Facts;
+use super::{Invariant, Verdict};
+use crate::history::{parse_key, Event, RemoteOp};
+use std::collections::{BTreeMap, BTreeSet};
+use tasklatch_core::lease::LeaseKind;
+use tasklatch_core::store::CancelOutcome;
+
+pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
+    leases(f, v);
+    poll_after_cancel(f, v);
+    concurrent_cancels(f, v);
+    after_busy_and_gone(f, v);
+}
+
+fn leases(f: &Facts<'_>, v: &mut Verdict) {
+    let mut latest: BTreeMap<(&str, LeaseKind), u64> = BTreeMap::new();
+    let mut expiry: BTreeMap<(&str, LeaseKind, u64), i64> = BTreeMap::new();
+    for (i, e) in f.entries.iter().enumerate() {
+        match &e.event {
+            Event::StoreClaim { lease, grants, .. } => {
+                for g in grants {
+                    latest.insert((g.task_id.as_str(), *lease), g.token);
+                    expiry.insert((g.task_id.as_str(), *lease, g.token), g.expires_us);
+                }
+            }
+            Event::StoreWrite { lease, rows, .. } => {
+                for r in rows.iter().filter(|r| r.outcome.is_ok()) {
+                    let key = (r.task_id.as_str(), *lease);
+                    if latest.get(&key).is_some_and(|t| *t > r.token) {
+                        v.push(Invariant::Fenced, f.label(&r.task_id), Some(i), format!("a {} write with superseded {} token {} took effect", r.action, lease.as_str(), r.token));
+                    }
+                    if expiry.get(&(key.0, key.1, r.token)).is_some_and(|exp| r.at_us >= *exp) {
+                        v.push(Invariant::Fenced, f.label(&r.task_id), Some(i), format!("a {} write from an expired {} lease took effect", r.action, lease.as_str()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn poll_after_cancel(f: &Facts<'_>, v: &mut Verdict) {
+    let mut cancelled: BTreeSet<String> = BTreeSet::new();
+    for (i, e) in f.entries.iter().enumerate() {
+        match &e.event {
+            Event::StoreCancel { outcome: CancelOutcome::Requested(id), .. } => {
+                cancelled.insert(id.to_string());
+            }
+            Event::StoreWrite { lease: LeaseKind::Poll, rows, .. } => {
+                for r in rows.iter().filter(|r| r.outcome.is_ok() && r.action == "apply_poll" && cancelled.contains(&r.task_id)) {
+                    v.push(Invariant::Fenced, f.label(&r.task_id), Some(i), "a poll result was applied after a cancel request");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn concurrent_cancels(f: &Facts<'_>, v: &mut Verdict) {
+    let mut calls: BTreeMap<&str, Vec<(u64, u64, usize)>> = BTreeMap::new();
+    for (i, e) in f.entries.iter().enumerate() {
+        if let Event::PortRemote { lane, remote_id, op: RemoteOp::Cancel, started_us, .. } = &e.event {
+            if lane.starts_with("worker-") {
+                calls.entry(remote_id.as_str()).or_default().push((*started_us, e.at_us, i));
+            }
+        }
+    }
+    for (remote_id, mut spans) in calls {
+        spans.sort();
+        for pair in spans.windows(2) {
+            let ((_, end_a, _), (start_b, _, entry_b)) = (pair[0], pair[1]);
+            if start_b < end_a {
+                let task = f.n_of_remote.get(remote_id).map(|n| format!("task-{n}"));
+                v.push(Invariant::Fenced, task, Some(entry_b), "two remote cancels of one task were in progress at once");
+            }
+        }
+    }
+}
+
+fn after_busy_and_gone(f: &Facts<'_>, v: &mut Verdict) {
+    let mut max_version: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut floor: BTreeMap<&str, (u64, usize)> = BTreeMap::new();
+    let mut gone: BTreeSet<(&str, u64)> = BTreeSet::new();
+    for (i, e) in f.entries.iter().enumerate() {
+        match &e.event {
+            Event::StoreInsert { task_id, outcome: Ok(ev), .. } => {
+                max_version.insert(task_id, *ev);
+            }
+            Event::StoreWrite { rows, .. } => {
+                for r in rows {
+                    let Ok((ev, _, _)) = r.outcome else { continue };
+                    let m = max_version.entry(r.task_id.as_str()).or_default();
+                    *m = (*m).max(ev);
+                    match (r.action.as_str(), r.version) {
+                        ("busy", _) => {
+                            floor.insert(r.task_id.as_str(), (*m, i));
+                        }
+                        ("thread_gone", Some(ver)) => {
+                            gone.insert((r.task_id.as_str(), ver));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Event::LaunchServed { key, .. } => {
+                let Some((task_id, version, _)) = parse_key(key) else { continue };
+                if let Some((min, since)) = floor.remove(task_id) {
+                    if version < min {
+                        v.push(Invariant::Fenced, f.label(task_id), Some(i), format!("after a 409 (entry {since}) the stale version {version} was launched although version {min} existed"));
+                    }
+                }
+                if gone.contains(&(task_id, version)) {
+                    v.push(Invariant::Fenced, f.label(task_id), Some(i), format!("version {version} was launched again after its thread was gone (404)"));
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! What every host of one run shares: the plan, the history, the timings, and which faults
+//! have fired. Hosts read faults from the plan by simulated time; nothing here is random.
+
+use crate::history::{Event, History};
+use crate::plan::{Fault, FaultKind, Plan};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+use tasklatch_core::policy::Policy;
+use tasklatch_core::time::Timestamp;
+
+/// The fixed instant simulated time starts at: 2026-01-01T00:00:00Z.
+pub const EPOCH_SECS: u64 = 1_767_225_600;
+
+/// Call deadlines of the simulated clients.
+#[derive(Clone, Debug)]
+pub struct Timeouts {
+    /// Store calls.
+    pub store: Duration,
+    /// Remote server calls.
+    pub remote: Duration,
+    /// Launcher calls.
+    pub launcher: Duration,
+}
+
+/// How often a worker lane runs a pass of its loops.
+pub const PASS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The timings the simulated engines run with: short, so a few minutes of simulated time see
+/// many leases expire. `min_lease_left` exceeds the longest call deadline plus the largest
+/// clock skew a plan may hold, so no external call outlives its lease.
+pub fn sim_policy() -> Policy {
+    Policy {
+        poll_interval: Duration::from_secs(5),
+        max_poll_backoff: Duration::from_secs(40),
+        poll_lease: Duration::from_secs(15),
+        notify_lease: Duration::from_secs(15),
+        cancel_lease: Duration::from_secs(15),
+        run_check_interval: Duration::from_secs(2),
+        retry_base: Duration::from_secs(2),
+        max_retry_backoff: Duration::from_secs(20),
+        release_backoff: Duration::from_secs(2),
+        min_lease_left: Duration::from_secs(9),
+        batch_size: 16,
+    }
+}
+
+/// The call deadlines matching [`sim_policy`].
+pub fn sim_timeouts() -> Timeouts {
+    Timeouts { store: Duration::from_secs(3), remote: Duration::from_secs(5), launcher: Duration::from_secs(3) }
+}
+
+/// Shared by all hosts of one run.
+pub struct Ctx {
+    /// The plan being run.
+    pub plan: Plan,
+    /// The history being recorded.
+    pub history: History,
+    /// The engines' timings.
+    pub policy: Policy,
+    /// Client call deadlines.
+    pub timeouts: Timeouts,
+    fired: Mutex<BTreeSet<usize>>,
+    exercised: Mutex<BTreeSet<(String, Option<String>)>>,
+    user_done: AtomicBool,
+}
+
+impl Ctx {
+    /// The context of a run of `plan`.
+    pub fn new(plan: Plan) -> Self {
+        Ctx {
+            plan,
+            history: History::new(),
+            policy: sim_policy(),
+            timeouts: sim_timeouts(),
+            fired: Mutex::new(BTreeSet::new()),
+            exercised: Mutex::new(BTreeSet::new()),
+            user_done: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether `t_ms` is in the chaos phase (faults apply only then).
+    pub fn in_chaos(&self, t_ms: u64) -> bool {
+        t_ms < self.plan.chaos_ms
+    }
+
+    /// Faults active at `t_ms` whose kind `pick` accepts, with their indexes.
+    pub fn active<'a, T>(&'a self, t_ms: u64, pick: impl Fn(&FaultKind) -> Option<T> + 'a) -> impl Iterator<Item = (usize, T)> + 'a {
+        let chaos = self.in_chaos(t_ms);
+        self.plan.faults.iter().enumerate().filter(move |(_, f)| chaos && f.active(t_ms)).filter_map(move |(i, f)| pick(&f.kind).map(|t| (i, t)))
+    }
+
+    /// The plan's faults.
+    pub fn faults(&self) -> &[Fault] {
+        &self.plan.faults
+    }
+
+    /// Records, once, that fault `index` took effect (seen by `host`); true the first time.
+    pub fn fire(&self, index: usize, host: &str) -> bool {
+        self.fire_at(index, host, crate::history::now_us())
+    }
+
+    /// [`Ctx::fire`] at an explicit time (for the world itself, outside any host).
+    pub fn fire_at(&self, index: usize, host: &str, at_us: u64) -> bool {
+        let first = self.fired.lock().unwrap_or_else(|p| p.into_inner()).insert(index);
+        if first {
+            self.history.record_at(at_us, host, None, Event::FaultFired { index });
+        }
+        first
+    }
+
+    /// Records, once per (kind, task), that a workload feature took effect.
+    pub fn exercised(&self, what: &str, host: &str, task: Option<String>) {
+        let first = self.exercised.lock().unwrap_or_else(|p| p.into_inner()).insert((what.to_owned(), task.clone()));
+        if first {
+            self.history.record(host, task, Event::Exercised { what: what.to_owned() });
+        }
+    }
+
+    /// The user host finished its actions.
+    pub fn set_user_done(&self) {
+        self.user_done.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the user host finished its actions.
+    pub fn user_done(&self) -> bool {
+        self.user_done.load(Ordering::SeqCst)
+    }
+}
+
+/// Simulated milliseconds since the start (inside a host).
+pub fn now_ms() -> u64 {
+    turmoil::sim_elapsed().map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The engine time of simulated instant `elapsed` shifted by `skew_ms`.
+pub fn timestamp(elapsed: Duration, skew_ms: i64) -> Timestamp {
+    let micros = (EPOCH_SECS as i64) * 1_000_000 + elapsed.as_micros() as i64 + skew_ms * 1_000;
+    Timestamp::from_micros(micros)
+}

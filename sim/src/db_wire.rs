@@ -1,0 +1,81 @@
+//! The store protocol between clients and the `db` host, and the dispatch of a request onto
+//! any [`Store`].
+
+use serde::{Deserialize, Serialize};
+use tasklatch_core::ids::TaskId;
+use tasklatch_core::lease::LeaseKind;
+use tasklatch_core::store::*;
+use tasklatch_core::task::TaskRow;
+use tasklatch_core::time::Timestamp;
+
+/// A store call.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub enum StoreRequest {
+    /// [`Store::insert_task`].
+    Insert(Box<TaskRow>),
+    /// [`Store::claim`].
+    Claim(LeaseKind, ClaimRequest),
+    /// [`Store::apply_polls`].
+    ApplyPolls(Vec<PollWrite>, Timestamp),
+    /// [`Store::finish_notifications`].
+    FinishNotifications(Vec<NotifyWrite>, Timestamp),
+    /// [`Store::finish_cancels`].
+    FinishCancels(Vec<CancelWrite>, Timestamp),
+    /// [`Store::release`].
+    Release(LeaseKind, Vec<Release>, Timestamp),
+    /// [`Store::request_cancel`].
+    RequestCancel(Scope, CancelTarget, Timestamp),
+    /// [`Store::list_tasks`].
+    List(Scope),
+    /// [`Store::get_task`].
+    Get(Scope, TaskId),
+    /// [`Store::admin_rows`].
+    AdminRows(Option<TaskId>, usize),
+    /// [`Store::overview`].
+    Overview,
+}
+
+/// A store call's answer.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub enum StoreResponse {
+    /// Insert.
+    Unit(Result<(), StoreError>),
+    /// Claim.
+    Claimed(Result<Vec<Claimed>, StoreError>),
+    /// Guarded writes.
+    Outcomes(Result<Vec<WriteOutcome>, StoreError>),
+    /// Cancel request.
+    Cancel(Result<CancelOutcome, StoreError>),
+    /// Rows.
+    Rows(Result<Vec<TaskRow>, StoreError>),
+    /// One row.
+    Row(Result<Option<TaskRow>, StoreError>),
+    /// Counts.
+    Overview(Result<Overview, StoreError>),
+}
+
+/// A request with the name of the host that sent it.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+pub struct Envelope<T> {
+    /// The calling host (and lane).
+    pub caller: String,
+    /// The request.
+    pub body: T,
+}
+
+/// Runs `req` on `store`.
+pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
+    match req {
+        StoreRequest::Insert(row) => StoreResponse::Unit(store.insert_task(*row).await),
+        StoreRequest::Claim(kind, r) => StoreResponse::Claimed(store.claim(kind, r).await),
+        StoreRequest::ApplyPolls(w, now) => StoreResponse::Outcomes(store.apply_polls(w, now).await),
+        StoreRequest::FinishNotifications(w, now) => StoreResponse::Outcomes(store.finish_notifications(w, now).await),
+        StoreRequest::FinishCancels(w, now) => StoreResponse::Outcomes(store.finish_cancels(w, now).await),
+        StoreRequest::Release(kind, r, now) => StoreResponse::Outcomes(store.release(kind, r, now).await),
+        StoreRequest::RequestCancel(scope, target, now) => StoreResponse::Cancel(store.request_cancel(&scope, &target, now).await),
+        StoreRequest::List(scope) => StoreResponse::Rows(store.list_tasks(&scope).await),
+        StoreRequest::Get(scope, id) => StoreResponse::Row(store.get_task(&scope, &id).await),
+        StoreRequest::AdminRows(after, limit) => StoreResponse::Rows(store.admin_rows(after, limit).await),
+        StoreRequest::Overview => StoreResponse::Overview(store.overview().await),
+    }
+}

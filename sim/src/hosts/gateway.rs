@@ -1,0 +1,206 @@
+//! The `gateway` host: the launcher. An idempotent run ledger (the same key yields the same
+//! run), 409 while a run is active on the thread, 404 for deleted threads, and a simulated
+//! agent runtime that ends each run after a while — successfully unless a fault says otherwise.
+
+use crate::backend::{Backend, LedgerAnswer, LedgerCall};
+use crate::ctx::{now_ms, timestamp, Ctx};
+use crate::gateway_wire::{GatewayRequest, GatewayResponse};
+use crate::history::{Event, LaunchAnswer};
+use crate::plan::{BadEnd, FaultKind, Service};
+use crate::wire::{serve, Reply};
+use rand::Rng;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tasklatch_core::ids::RunId;
+use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
+
+/// The gateway's own state (the ledger lives in the backend).
+pub struct GatewayState {
+    known: BTreeSet<RunId>,
+    scheduled: BTreeSet<RunId>,
+    lost: BTreeSet<RunId>,
+    rng: ChaCha8Rng,
+    replies: AtomicU64,
+}
+
+impl GatewayState {
+    /// A gateway seeded from the plan.
+    pub fn new(seed: u64) -> Self {
+        GatewayState { known: BTreeSet::new(), scheduled: BTreeSet::new(), lost: BTreeSet::new(), rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6761_7465), replies: AtomicU64::new(0) }
+    }
+
+    /// Runs started and not yet ended.
+    pub fn active_runs(&self) -> usize {
+        self.scheduled.len()
+    }
+}
+
+fn now_ts() -> tasklatch_core::time::Timestamp {
+    timestamp(turmoil::sim_elapsed().unwrap_or_default(), 0)
+}
+
+/// The `gateway` host's software.
+pub async fn host(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState>>) -> turmoil::Result {
+    serve(move |req: GatewayRequest| {
+        let ctx = ctx.clone();
+        let backend = backend.clone();
+        let state = state.clone();
+        async move { handle(ctx, backend, state, req).await }
+    })
+    .await
+}
+
+async fn handle(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState>>, req: GatewayRequest) -> Reply<GatewayResponse> {
+    let t = now_ms();
+    match req {
+        GatewayRequest::Launch(run) => launch(&ctx, &backend, &state, run, t).await,
+        GatewayRequest::Lookup(run) => {
+            if let Some((index, ())) = ctx.active(t, |k| matches!(k, FaultKind::LookupErrors).then_some(())).next() {
+                ctx.fire(index, "gateway");
+                return Reply::Send(GatewayResponse::Lookup(Err("gateway error 502 while reading the run".into())));
+            }
+            let lost = state.lock().unwrap_or_else(|p| p.into_inner()).lost.contains(&run);
+            if lost {
+                return Reply::Send(GatewayResponse::Lookup(Ok(RunStatus::Missing)));
+            }
+            let answer = match backend.ledger(LedgerCall::Status(run)).await {
+                LedgerAnswer::Status(r) => r.map_err(|e| e.to_string()),
+                _ => Err("ledger answered out of turn".into()),
+            };
+            Reply::Send(GatewayResponse::Lookup(answer))
+        }
+        GatewayRequest::CreateThread(ref owner, ref thread) => {
+            let (owner, thread) = (owner.to_string(), thread.to_string());
+            let answer = backend.ledger(LedgerCall::CreateThread(req, now_ts())).await;
+            if matches!(answer, LedgerAnswer::Done(Ok(_))) {
+                ctx.history.record("gateway", None, Event::ThreadCreated { owner, thread });
+            }
+            Reply::Send(GatewayResponse::Done(done(answer)))
+        }
+        GatewayRequest::DeleteThread(_) => Reply::Send(GatewayResponse::Done(done(backend.ledger(LedgerCall::DeleteThread(req, now_ts())).await))),
+    }
+}
+
+fn done(answer: LedgerAnswer) -> Result<(), String> {
+    match answer {
+        LedgerAnswer::Done(r) => r.map(|_| ()).map_err(|e| e.to_string()),
+        _ => Err("ledger answered out of turn".into()),
+    }
+}
+
+async fn launch(ctx: &Arc<Ctx>, backend: &Backend, state: &Arc<Mutex<GatewayState>>, req: RunRequest, t: u64) -> Reply<GatewayResponse> {
+    let busy = ctx.active(t, |k| matches!(k, FaultKind::GatewayBusy).then_some(())).next();
+    let errors = ctx
+        .active(t, |k| match k {
+            FaultKind::GatewayErrors { after_commit } => Some(*after_commit),
+            _ => None,
+        })
+        .next();
+    let mut created_run = None;
+    let (answer, outcome) = if let Some((index, ())) = busy {
+        ctx.fire(index, "gateway");
+        (LaunchAnswer::Busy, LaunchOutcome::Busy)
+    } else if let Some((index, false)) = errors {
+        ctx.fire(index, "gateway");
+        (LaunchAnswer::Error, LaunchOutcome::Failed("gateway error 503".into()))
+    } else {
+        let outcome = match backend.ledger(LedgerCall::Start(req.clone(), now_ts())).await {
+            LedgerAnswer::Launch(Ok(o)) => o,
+            LedgerAnswer::Launch(Err(e)) => LaunchOutcome::Failed(e.to_string()),
+            _ => LaunchOutcome::Failed("ledger answered out of turn".into()),
+        };
+        let answer = match &outcome {
+            LaunchOutcome::Started(run) => {
+                let new = {
+                    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                    st.known.insert(run.clone()) && st.scheduled.insert(run.clone())
+                };
+                if new {
+                    ctx.history.alias(run.as_str(), &req.key);
+                    schedule_end(ctx.clone(), backend.clone(), state.clone(), run.clone(), req.key.clone(), t);
+                    created_run = Some(run.to_string());
+                }
+                LaunchAnswer::Started { run: run.to_string() }
+            }
+            LaunchOutcome::Busy => {
+                ctx.exercised("launcher_409_busy_thread", "gateway", None);
+                LaunchAnswer::Busy
+            }
+            LaunchOutcome::ThreadGone => {
+                ctx.exercised("launcher_404_thread_gone", "gateway", None);
+                LaunchAnswer::Gone
+            }
+            LaunchOutcome::Failed(_) => LaunchAnswer::Error,
+        };
+        match (errors, &outcome) {
+            (Some((index, true)), LaunchOutcome::Started(_)) => {
+                ctx.fire(index, "gateway");
+                (LaunchAnswer::Error, LaunchOutcome::Failed("gateway error 500 after accepting the run".into()))
+            }
+            _ => (answer, outcome),
+        }
+    };
+    let dropped = {
+        let st = state.lock().unwrap_or_else(|p| p.into_inner());
+        crate::hosts::db::lose_reply_of(ctx, Service::Gateway, &st.replies, "gateway")
+    };
+    ctx.history.record_about(
+        "gateway",
+        &req.key,
+        Event::LaunchServed { key: req.key.clone(), owner: req.owner.to_string(), thread: req.thread.to_string(), prompt: req.prompt.clone(), answer, created_run, dropped },
+    );
+    if dropped {
+        Reply::Drop
+    } else {
+        Reply::Send(GatewayResponse::Launch(outcome))
+    }
+}
+
+/// Ends a new run after its duration, as the plan's faults at its start say.
+fn schedule_end(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState>>, run: RunId, key: String, t: u64) {
+    let slow = ctx.active(t, |k| match k {
+        FaultKind::SlowRuns { run_ms } => Some(*run_ms),
+        _ => None,
+    });
+    let slow: Vec<_> = slow.collect();
+    let bad = ctx.active(t, |k| match k {
+        FaultKind::BadRuns { end } => Some(*end),
+        _ => None,
+    });
+    let bad: Vec<_> = bad.collect();
+    let lost = ctx.active(t, |k| matches!(k, FaultKind::LostRuns).then_some(())).next();
+    let run_ms = match slow.first() {
+        Some((index, ms)) => {
+            ctx.fire(*index, "gateway");
+            *ms
+        }
+        None => state.lock().unwrap_or_else(|p| p.into_inner()).rng.random_range(500..3_000),
+    };
+    let end = match (lost, bad.first()) {
+        (Some((index, ())), _) => {
+            ctx.fire(index, "gateway");
+            state.lock().unwrap_or_else(|p| p.into_inner()).lost.insert(run.clone());
+            RunStatus::Missing
+        }
+        (None, Some((index, end))) => {
+            ctx.fire(*index, "gateway");
+            match end {
+                BadEnd::Error => RunStatus::Error,
+                BadEnd::Timeout => RunStatus::Timeout,
+                BadEnd::Interrupted => RunStatus::Interrupted,
+            }
+        }
+        (None, None) => RunStatus::Success,
+    };
+    tokio::task::spawn_local(async move {
+        tokio::time::sleep(Duration::from_millis(run_ms)).await;
+        let ledger_end = if end == RunStatus::Missing { RunStatus::Interrupted } else { end };
+        let _ = backend.ledger(LedgerCall::Finish(run.clone(), ledger_end, now_ts())).await;
+        state.lock().unwrap_or_else(|p| p.into_inner()).scheduled.remove(&run);
+        ctx.history.record_about("gateway", &key, Event::RunEnded { run: run.to_string(), key: key.clone(), status: end });
+    });
+}

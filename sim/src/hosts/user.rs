@@ -1,0 +1,188 @@
+//! The `user` host: users submitting tasks, cancelling (their own and others'), deleting
+//! threads and listing — everything they see is recorded.
+
+use crate::clients::{Caller, RpcDriver, RpcLauncher, RpcStore, SimClock};
+use crate::ctx::{now_ms, Ctx};
+use crate::gateway_wire::{GatewayRequest, GatewayResponse};
+use crate::history::Event;
+use crate::plan::{TaskPlan, UserAction};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tasklatch_core::engine::{Engine, SubmitCommand};
+use tasklatch_core::ids::{IdSource, SeededIds, TaskId, WorkerId};
+use tasklatch_core::store::{CancelTarget, Scope};
+
+type UserEngine = Engine<RpcStore, RpcDriver, RpcLauncher, SimClock>;
+
+/// Owner name of owner number `o`.
+pub fn owner_name(o: u32) -> String {
+    format!("user-{o}")
+}
+
+/// Thread name of thread `t` of owner `o`.
+pub fn thread_name(o: u32, t: u32) -> String {
+    format!("user-{o}-thread-{t}")
+}
+
+/// The name users give task `n`.
+pub fn task_name(n: u32) -> String {
+    format!("job-{n}")
+}
+
+fn scope(o: u32, t: u32) -> Scope {
+    Scope { owner: owner_name(o).into(), thread: thread_name(o, t).into() }
+}
+
+/// Ids handed out by a user's engine, recorded so the checker knows every task's id — even
+/// for a submit whose answer the user never saw.
+struct RecordingIds {
+    n: u32,
+    ctx: Arc<Ctx>,
+    inner: SeededIds,
+    assigned: Arc<Mutex<BTreeMap<u32, TaskId>>>,
+}
+
+impl IdSource for RecordingIds {
+    fn task_id(&self) -> TaskId {
+        let id = self.inner.task_id();
+        self.ctx.history.label(id.as_str(), self.n);
+        self.ctx.history.record("user", Some(format!("task-{}", self.n)), Event::SubmitSent { n: self.n, task_id: id.to_string() });
+        self.assigned.lock().unwrap_or_else(|p| p.into_inner()).insert(self.n, id.clone());
+        id
+    }
+}
+
+enum Action {
+    Submit(TaskPlan),
+    User(UserAction),
+}
+
+/// The `user` host's software.
+pub async fn host(ctx: Arc<Ctx>) -> turmoil::Result {
+    let caller = Caller { name: "user".into(), ctx: ctx.clone(), lane: None };
+    let launcher = RpcLauncher { caller: caller.clone() };
+    let engine: Rc<UserEngine> = Rc::new(Engine::new(
+        RpcStore { caller: caller.clone() },
+        RpcDriver { caller: caller.clone() },
+        RpcLauncher { caller },
+        SimClock { ctx: ctx.clone(), worker: None },
+        WorkerId("user".into()),
+        ctx.policy.clone(),
+    ));
+    let mut threads: Vec<(u32, u32)> = ctx.plan.tasks.iter().map(|t| (t.owner, t.thread)).collect();
+    threads.sort();
+    threads.dedup();
+    for (o, t) in threads {
+        admin(&launcher, GatewayRequest::CreateThread(owner_name(o).into(), thread_name(o, t).into())).await;
+    }
+    let mut actions: Vec<(u64, usize, Action)> = Vec::new();
+    for (i, t) in ctx.plan.tasks.iter().enumerate() {
+        actions.push((t.submit_at_ms, i, Action::Submit(t.clone())));
+    }
+    for (i, a) in ctx.plan.user.iter().enumerate() {
+        actions.push((a.at_ms(), ctx.plan.tasks.len() + i, Action::User(a.clone())));
+    }
+    actions.sort_by_key(|(at, seq, _)| (*at, *seq));
+    let assigned = Arc::new(Mutex::new(BTreeMap::new()));
+    let mut running = Vec::new();
+    for (at, _, action) in actions {
+        let wait = at.saturating_sub(now_ms());
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let (ctx, engine, assigned) = (ctx.clone(), engine.clone(), assigned.clone());
+        let launcher = RpcLauncher { caller: Caller { name: "user".into(), ctx: ctx.clone(), lane: None } };
+        running.push(tokio::task::spawn_local(async move {
+            match action {
+                Action::Submit(t) => submit(&ctx, &engine, &assigned, t).await,
+                Action::User(a) => act(&ctx, &engine, &launcher, &assigned, a).await,
+            }
+        }));
+    }
+    for r in running {
+        let _ = r.await;
+    }
+    ctx.set_user_done();
+    loop {
+        engine.compensate_pending().await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+}
+
+async fn admin(launcher: &RpcLauncher, req: GatewayRequest) {
+    loop {
+        if let Ok(GatewayResponse::Done(Ok(()))) = launcher.call(req.clone()).await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+async fn submit(ctx: &Arc<Ctx>, engine: &UserEngine, assigned: &Arc<Mutex<BTreeMap<u32, TaskId>>>, t: TaskPlan) {
+    if ctx.plan.tasks.iter().any(|o| o.n != t.n && o.submit_at_ms == t.submit_at_ms) {
+        ctx.exercised("submit_burst", "user", None);
+    }
+    let ids = RecordingIds { n: t.n, ctx: ctx.clone(), inner: SeededIds::new(ctx.plan.seed ^ (u64::from(t.n) << 32)), assigned: assigned.clone() };
+    let cmd = SubmitCommand { scope: scope(t.owner, t.thread), server: "mcp".into(), name: task_name(t.n), input: format!("task-{}", t.n) };
+    let answer = engine.submit(&ids, cmd).await.map(|id| id.to_string()).map_err(|e| e.to_string());
+    ctx.history.record("user", Some(format!("task-{}", t.n)), Event::SubmitAnswered { n: t.n, answer });
+}
+
+async fn cancel(ctx: &Arc<Ctx>, engine: &UserEngine, n: u32, scope: Scope, target: CancelTarget, session: u32) {
+    let by = scope.owner.to_string();
+    let label = Some(format!("task-{n}"));
+    ctx.history.record("user", label.clone(), Event::CancelSent { n, by: by.clone(), session });
+    let answer = engine.cancel(&scope, &target).await.map_err(|e| e.to_string());
+    ctx.history.record("user", label, Event::CancelAnswered { n, by, answer });
+}
+
+async fn act(ctx: &Arc<Ctx>, engine: &Rc<UserEngine>, launcher: &RpcLauncher, assigned: &Arc<Mutex<BTreeMap<u32, TaskId>>>, a: UserAction) {
+    let id_of = |n: u32| assigned.lock().unwrap_or_else(|p| p.into_inner()).get(&n).cloned();
+    match a {
+        UserAction::Cancel { task, repeats, concurrent, by_name, .. } => {
+            let Some(plan) = ctx.plan.task(task) else { return };
+            let target = if by_name {
+                CancelTarget::Name(task_name(task))
+            } else {
+                match id_of(task) {
+                    Some(id) => CancelTarget::Id(id),
+                    None => return,
+                }
+            };
+            let s = scope(plan.owner, plan.thread);
+            if concurrent {
+                ctx.exercised("cancel_concurrent", "user", Some(format!("task-{task}")));
+                let other = {
+                    let (ctx, engine, s, target) = (ctx.clone(), engine.clone(), s.clone(), target.clone());
+                    tokio::task::spawn_local(async move { cancel(&ctx, &engine, task, s, target, 1).await })
+                };
+                cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
+                let _ = other.await;
+            } else {
+                cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
+            }
+            if by_name {
+                ctx.exercised("cancel_by_name", "user", Some(format!("task-{task}")));
+            }
+            for _ in 0..repeats {
+                ctx.exercised("cancel_repeated", "user", Some(format!("task-{task}")));
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
+            }
+        }
+        UserAction::ForeignCancel { task, by_owner, .. } => {
+            let Some(id) = id_of(task) else { return };
+            ctx.exercised("cancel_foreign", "user", Some(format!("task-{task}")));
+            cancel(ctx, engine, task, scope(by_owner, 0), CancelTarget::Id(id), 0).await;
+        }
+        UserAction::DeleteThread { owner, thread, .. } => {
+            ctx.exercised("thread_deleted", "user", None);
+            admin(launcher, GatewayRequest::DeleteThread(thread_name(owner, thread).into())).await;
+            ctx.history.record("user", None, Event::ThreadDeleted { owner: owner_name(owner), thread: thread_name(owner, thread) });
+        }
+        UserAction::List { owner, thread, .. } => {
+            let answer = engine.list(&scope(owner, thread)).await.map_err(|e| e.to_string());
+            ctx.history.record("user", None, Event::Listed { owner: owner_name(owner), thread: thread_name(owner, thread), answer });
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! A `worker-N` host: engine lanes running passes of the three loops, forever.
+//!
+//! All lanes of a worker record the same lease owner (`worker-N`), so only the per-claim
+//! fencing token tells a stalled lane's stale write from its sibling's fresh claim.
+
+use crate::clients::{Caller, RpcDriver, RpcLauncher, RpcStore, SimClock};
+use crate::ctx::{Ctx, PASS_INTERVAL};
+use crate::history::Event;
+use std::sync::Arc;
+use std::time::Duration;
+use tasklatch_core::engine::Engine;
+use tasklatch_core::ids::WorkerId;
+
+/// The software of worker `worker`: its lanes, built afresh at every (re)start.
+pub async fn host(ctx: Arc<Ctx>, worker: u32) -> turmoil::Result {
+    ctx.history.record(&format!("worker-{worker}"), None, Event::HostStarted);
+    let lanes: Vec<_> = (0..ctx.plan.lanes).map(|lane| tokio::task::spawn_local(lane_loop(ctx.clone(), worker, lane))).collect();
+    for lane in lanes {
+        let _ = lane.await;
+    }
+    Ok(())
+}
+
+async fn lane_loop(ctx: Arc<Ctx>, worker: u32, lane: u32) {
+    let caller = Caller { name: format!("worker-{worker}/{lane}"), ctx: ctx.clone(), lane: Some((worker, lane)) };
+    let engine = Engine::new(
+        RpcStore { caller: caller.clone() },
+        RpcDriver { caller: caller.clone() },
+        RpcLauncher { caller },
+        SimClock { ctx: ctx.clone(), worker: Some(worker) },
+        WorkerId(format!("worker-{worker}")),
+        ctx.policy.clone(),
+    );
+    tokio::time::sleep(Duration::from_millis(u64::from(lane) * 500)).await;
+    loop {
+        engine.run_once().await;
+        tokio::time::sleep(PASS_INTERVAL).await;
+    }
+}

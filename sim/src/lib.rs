@@ -1,0 +1,25 @@
+//! tasklatch-sim: a deterministic simulation of the whole system on turmoil.
+//!
+//! A [`plan::Plan`] (generated from a seed, or read from a file) describes one run: tasks and
+//! their remote scripts, user actions and timed faults. [`world::run`] builds the world —
+//! hosts `db`, `mcp`, `gateway`, `worker-N` and `user` — drives the chaos phase, heals, waits
+//! until everything settles, and hands the recorded [`history`] to the [`checker`], which
+//! verifies DOMAIN §9 from the outside. The same plan always yields the same history hash.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod checker;
+pub mod campaign;
+pub mod clients;
+pub mod coverage;
+pub mod ctx;
+pub mod db_wire;
+pub mod gateway_wire;
+pub mod generate;
+pub mod history;
+pub mod hosts;
+pub mod mcp_wire;
+pub mod plan;
+pub mod wire;
+pub mod world;

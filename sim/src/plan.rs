@@ -1,0 +1,400 @@
+//! The fault plan: an explicit, serialisable description of one simulation run — the workload
+//! (tasks with their remote scripts, user actions) and the timed faults.
+//!
+//! A plan is generated from a seed ([`crate::generate`]), but once written down it is the whole
+//! truth: replaying a plan file reproduces the run, and shrinking edits the plan.
+
+use serde::{Deserialize, Serialize};
+
+/// One simulation run, fully described.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// The seed the plan came from; also seeds turmoil and every host's randomness.
+    pub seed: u64,
+    /// Worker hosts.
+    pub workers: u32,
+    /// Engine lanes per worker (they share the worker's lease owner name).
+    pub lanes: u32,
+    /// Length of the chaos phase; every fault, script step and user action happens before it ends.
+    pub chaos_ms: u64,
+    /// The tasks users submit.
+    pub tasks: Vec<TaskPlan>,
+    /// What users do besides submitting.
+    pub user: Vec<UserAction>,
+    /// The timed faults.
+    pub faults: Vec<Fault>,
+}
+
+/// A task: who submits it, when, and how the remote job behaves.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskPlan {
+    /// Task number, stable across shrinking (names the task in every report).
+    pub n: u32,
+    /// Owner number (`user-{owner}`).
+    pub owner: u32,
+    /// Thread number within the owner (`user-{owner}-thread-{thread}`).
+    pub thread: u32,
+    /// When the user submits it.
+    pub submit_at_ms: u64,
+    /// The server's poll hint for this task, in seconds.
+    pub hint_secs: Option<f64>,
+    /// The remote job's script: statuses at offsets after submit.
+    pub steps: Vec<Step>,
+    /// A remote misbehaviour that starts at some point and never stops.
+    pub quirk: Option<Quirk>,
+}
+
+/// One scripted remote status.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// Offset after submit.
+    pub after_ms: u64,
+    /// The status from then on.
+    pub status: ScriptStatus,
+    /// Result, error or input request text for this status (may be hostile).
+    pub text: Option<Content>,
+}
+
+/// A scripted remote status (never `submitted`: that one is local).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptStatus {
+    /// Running.
+    Working,
+    /// Waiting for the user.
+    InputRequired,
+    /// Done.
+    Completed,
+    /// Failed.
+    Failed,
+}
+
+/// Text a remote server sends: ordinary, or hostile in one of several ways.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Content {
+    /// Plain text.
+    Plain(String),
+    /// More characters than the result preview keeps.
+    Oversized(u32),
+    /// Text with NUL bytes inside.
+    NulBytes(String),
+    /// Bytes that are not UTF-8.
+    InvalidUtf8(Vec<u8>),
+    /// Forged closing tags, a `<system-reminder>` block and forged boundary markers.
+    ForgedTags,
+    /// The remote's own task id and driver data echoed back (planted secrets).
+    EchoSecrets,
+}
+
+/// A remote misbehaviour from `after_ms` on (absorbing: it never stops).
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quirk {
+    /// Offset after submit.
+    pub after_ms: u64,
+    /// What goes wrong.
+    pub kind: QuirkKind,
+}
+
+/// Ways a remote server breaks the protocol for one task.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuirkKind {
+    /// The server forgets the task.
+    UnknownTask,
+    /// The poll hint is NaN.
+    NanHint,
+    /// Reports name another task.
+    WrongTaskId,
+    /// A status outside the protocol.
+    UnknownStatus,
+    /// An input request longer than the limit.
+    OversizedInputRequest,
+    /// An artifact longer than the limit.
+    OversizedArtifact,
+    /// At submit, the server returns the handle of an earlier task of the same owner.
+    DuplicateHandle,
+}
+
+/// A user action other than submitting.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserAction {
+    /// The owner cancels a task, possibly several times, possibly from two sessions at once.
+    Cancel {
+        /// Task number.
+        task: u32,
+        /// When.
+        at_ms: u64,
+        /// Extra requests after the first, one second apart.
+        repeats: u32,
+        /// The first request is sent twice at the same instant.
+        concurrent: bool,
+        /// Cancel by name instead of by id.
+        by_name: bool,
+    },
+    /// Another owner tries to cancel the task (must be "not found").
+    ForeignCancel {
+        /// Task number.
+        task: u32,
+        /// The intruding owner.
+        by_owner: u32,
+        /// When.
+        at_ms: u64,
+    },
+    /// The owner deletes a thread: later launches on it answer 404.
+    DeleteThread {
+        /// Owner number.
+        owner: u32,
+        /// Thread number.
+        thread: u32,
+        /// When.
+        at_ms: u64,
+    },
+    /// The owner lists the thread's tasks (the listing is checked for isolation and secrets).
+    List {
+        /// Owner number.
+        owner: u32,
+        /// Thread number.
+        thread: u32,
+        /// When.
+        at_ms: u64,
+    },
+}
+
+impl UserAction {
+    /// When the action happens.
+    pub fn at_ms(&self) -> u64 {
+        match self {
+            UserAction::Cancel { at_ms, .. }
+            | UserAction::ForeignCancel { at_ms, .. }
+            | UserAction::DeleteThread { at_ms, .. }
+            | UserAction::List { at_ms, .. } => *at_ms,
+        }
+    }
+}
+
+/// A service a worker talks to.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Service {
+    /// The store host.
+    Db,
+    /// The remote task server.
+    Mcp,
+    /// The run launcher.
+    Gateway,
+}
+
+impl Service {
+    /// Every service.
+    pub const ALL: [Service; 3] = [Service::Db, Service::Mcp, Service::Gateway];
+
+    /// The turmoil host name.
+    pub fn host(self) -> &'static str {
+        match self {
+            Service::Db => "db",
+            Service::Mcp => "mcp",
+            Service::Gateway => "gateway",
+        }
+    }
+}
+
+/// How a bad run ends.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BadEnd {
+    /// The run errors.
+    Error,
+    /// The run times out.
+    Timeout,
+    /// The run is interrupted.
+    Interrupted,
+}
+
+/// A timed fault: active from `at_ms` for `for_ms`.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// Start.
+    pub at_ms: u64,
+    /// Duration.
+    pub for_ms: u64,
+    /// What goes wrong.
+    pub kind: FaultKind,
+}
+
+impl Fault {
+    /// Whether the fault is active at `t_ms`.
+    pub fn active(&self, t_ms: u64) -> bool {
+        self.at_ms <= t_ms && t_ms < self.at_ms + self.for_ms
+    }
+}
+
+/// What a timed fault does.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// The worker crashes and restarts when the fault ends.
+    Crash {
+        /// Worker number.
+        worker: u32,
+    },
+    /// One lane of a worker stalls (a long pause) at its next call return.
+    Pause {
+        /// Worker number.
+        worker: u32,
+        /// Lane number.
+        lane: u32,
+    },
+    /// Messages between the worker and the service are dropped.
+    Partition {
+        /// Worker number.
+        worker: u32,
+        /// The other side.
+        service: Service,
+    },
+    /// Messages between the worker and the service are held back until the fault ends.
+    Hold {
+        /// Worker number.
+        worker: u32,
+        /// The other side.
+        service: Service,
+    },
+    /// The service does the work, then drops every `one_in`-th reply.
+    LoseReplies {
+        /// The service.
+        service: Service,
+        /// Period of dropped replies.
+        one_in: u32,
+    },
+    /// Message latency may reach `max_ms`.
+    Latency {
+        /// Upper bound.
+        max_ms: u64,
+    },
+    /// The worker's clock is off by `skew_ms`.
+    Skew {
+        /// Worker number.
+        worker: u32,
+        /// Offset (may be negative).
+        skew_ms: i64,
+    },
+    /// Every launch answers 409.
+    GatewayBusy,
+    /// Launches fail with a server error; after the run was created if `after_commit`.
+    GatewayErrors {
+        /// Create the run, then fail.
+        after_commit: bool,
+    },
+    /// Run lookups fail.
+    LookupErrors,
+    /// Runs started now are lost by the gateway: they never deliver; lookups answer "missing".
+    LostRuns,
+    /// Runs started now take `run_ms`.
+    SlowRuns {
+        /// Run length.
+        run_ms: u64,
+    },
+    /// Runs started now end badly.
+    BadRuns {
+        /// How.
+        end: BadEnd,
+    },
+    /// The remote server answers polls and cancels with transient errors.
+    RemoteErrors,
+    /// The remote server answers after `delay_ms`.
+    SlowRemote {
+        /// Delay.
+        delay_ms: u64,
+    },
+}
+
+impl Plan {
+    /// The task with number `n`.
+    pub fn task(&self, n: u32) -> Option<&TaskPlan> {
+        self.tasks.iter().find(|t| t.n == n)
+    }
+
+    /// Parses a plan file, naming the line, column and field of the first problem.
+    pub fn from_json(text: &str) -> Result<Plan, String> {
+        let plan: Plan = serde_json::from_str(text).map_err(|e| format!("line {}, column {}: {e}", e.line(), e.column()))?;
+        plan.check()?;
+        Ok(plan)
+    }
+
+    /// The plan as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Checks the plan's internal consistency.
+    pub fn check(&self) -> Result<(), String> {
+        if self.workers == 0 || self.workers > 16 {
+            return Err("field `workers`: must be 1 to 16".into());
+        }
+        if self.lanes == 0 || self.lanes > 4 {
+            return Err("field `lanes`: must be 1 to 4".into());
+        }
+        if self.chaos_ms == 0 || self.chaos_ms > 3_600_000 {
+            return Err("field `chaos_ms`: must be 1 to 3600000".into());
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, t) in self.tasks.iter().enumerate() {
+            if !seen.insert(t.n) {
+                return Err(format!("field `tasks[{i}].n`: task number {} appears twice", t.n));
+            }
+            if t.submit_at_ms >= self.chaos_ms {
+                return Err(format!("field `tasks[{i}].submit_at_ms`: must be before chaos_ms"));
+            }
+            if t.hint_secs.is_some_and(|h| !h.is_finite() || h < 0.0) {
+                return Err(format!("field `tasks[{i}].hint_secs`: must be a non-negative number"));
+            }
+            for (j, s) in t.steps.iter().enumerate() {
+                let terminal = matches!(s.status, ScriptStatus::Completed | ScriptStatus::Failed);
+                if terminal && j + 1 != t.steps.len() {
+                    return Err(format!("field `tasks[{i}].steps[{j}]`: only the last step may be terminal"));
+                }
+                if j > 0 && s.after_ms <= t.steps[j - 1].after_ms {
+                    return Err(format!("field `tasks[{i}].steps[{j}].after_ms`: steps must be in increasing order"));
+                }
+            }
+        }
+        for (i, a) in self.user.iter().enumerate() {
+            if a.at_ms() >= self.chaos_ms {
+                return Err(format!("field `user[{i}].at_ms`: must be before chaos_ms"));
+            }
+            if let UserAction::Cancel { task, .. } | UserAction::ForeignCancel { task, .. } = a {
+                if self.task(*task).is_none() {
+                    return Err(format!("field `user[{i}].task`: no task {task}"));
+                }
+            }
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            let worker = match f.kind {
+                FaultKind::Crash { worker }
+                | FaultKind::Pause { worker, .. }
+                | FaultKind::Partition { worker, .. }
+                | FaultKind::Hold { worker, .. }
+                | FaultKind::Skew { worker, .. } => Some(worker),
+                _ => None,
+            };
+            if worker.is_some_and(|w| w >= self.workers) {
+                return Err(format!("field `faults[{i}].kind.worker`: no such worker"));
+            }
+            if let FaultKind::Pause { lane, .. } = f.kind {
+                if lane >= self.lanes {
+                    return Err(format!("field `faults[{i}].kind.lane`: no such lane"));
+                }
+            }
+            if let FaultKind::LoseReplies { one_in: 0, .. } = f.kind {
+                return Err(format!("field `faults[{i}].kind.one_in`: must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,289 @@
+//! One simulation run: build the turmoil world, drive the chaos phase (network faults and
+//! crashes from the plan), heal, wait until everything settles, then check the history.
+
+use crate::backend::Backend;
+use crate::checker::{self, Verdict};
+use crate::ctx::{Ctx, EPOCH_SECS};
+use crate::db_wire::{StoreRequest, StoreResponse};
+use crate::history::{history_hash, Entry, Event};
+use crate::hosts::gateway::GatewayState;
+use crate::hosts::mcp::{view_at, McpState};
+use crate::hosts::{db, gateway, mcp, user, worker};
+use crate::plan::{FaultKind, Plan, Service};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+use tasklatch_core::task::TaskRow;
+
+/// How a run is set up (the plan says what happens; this says where and how fast).
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The simulation tick.
+    pub tick: Duration,
+    /// After the chaos phase, how long everything may take to settle.
+    pub liveness: Duration,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { tick: Duration::from_millis(10), liveness: Duration::from_secs(600) }
+    }
+}
+
+/// What one run produced.
+pub struct RunOutcome {
+    /// The history.
+    pub entries: Vec<Entry>,
+    /// sha256 of the trace.
+    pub hash: String,
+    /// The checker's verdict.
+    pub verdict: Verdict,
+    /// Simulated time the run took.
+    pub sim_elapsed: Duration,
+    /// Wall time the run took.
+    pub wall: Duration,
+}
+
+/// Where a worker↔service link is: healthy, held, or partitioned (counts of active faults).
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+struct LinkFaults {
+    partitions: u32,
+    holds: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LinkState {
+    Healthy,
+    Held,
+    Cut,
+}
+
+impl LinkFaults {
+    fn state(self) -> LinkState {
+        if self.partitions > 0 {
+            LinkState::Cut
+        } else if self.holds > 0 {
+            LinkState::Held
+        } else {
+            LinkState::Healthy
+        }
+    }
+}
+
+/// Runs `plan` on `backend` and checks its history.
+pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
+    let wall = Instant::now();
+    let ctx = Arc::new(Ctx::new(plan.clone()));
+    let mcp_state = Arc::new(Mutex::new(McpState::new(plan.seed)));
+    let gw_state = Arc::new(Mutex::new(GatewayState::new(plan.seed)));
+    let mut sim = turmoil::Builder::new()
+        .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
+        .rng_seed(plan.seed)
+        .tick_duration(opts.tick)
+        .simulation_duration(Duration::from_secs(10 * 24 * 3600))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(BASE_LATENCY)
+        .build();
+    {
+        let (c, b) = (ctx.clone(), backend.clone());
+        sim.host("db", move || db::host(c.clone(), b.clone()));
+        let (c, m) = (ctx.clone(), mcp_state.clone());
+        sim.host("mcp", move || mcp::host(c.clone(), m.clone()));
+        let (c, b, g) = (ctx.clone(), backend.clone(), gw_state.clone());
+        sim.host("gateway", move || gateway::host(c.clone(), b.clone(), g.clone()));
+        let c = ctx.clone();
+        sim.host("user", move || user::host(c.clone()));
+        for w in 0..plan.workers {
+            let c = ctx.clone();
+            sim.host(worker_host(w), move || worker::host(c.clone(), w));
+        }
+    }
+    let mut driver = Driver::new(plan);
+    ctx.history.record_at(0, "world", None, Event::Phase { name: "chaos".into() });
+    let mut healed = false;
+    let mut next_check = plan.chaos_ms;
+    let deadline = plan.chaos_ms + opts.liveness.as_millis() as u64;
+    let mut settled = false;
+    let mut failure = None;
+    loop {
+        let t = sim.elapsed().as_millis() as u64;
+        driver.apply_until(t, &mut sim, &ctx);
+        if !healed && t >= plan.chaos_ms {
+            driver.heal(&mut sim, &ctx, t);
+            ctx.history.record_at(t * 1000, "world", None, Event::Phase { name: "heal".into() });
+            healed = true;
+        }
+        if healed && t >= next_check {
+            next_check = t + 2_000;
+            if is_settled(&ctx, &backend, &mcp_state, &gw_state, t) {
+                ctx.history.record_at(t * 1000, "world", None, Event::Phase { name: "settled".into() });
+                settled = true;
+                break;
+            }
+            if t > deadline {
+                break;
+            }
+        }
+        if let Err(e) = sim.step() {
+            failure = Some(format!("the simulation stopped: {e}"));
+            break;
+        }
+    }
+    let sim_elapsed = sim.elapsed();
+    drop(sim);
+    let entries = ctx.history.entries();
+    let hash = history_hash(&entries);
+    let mut verdict = checker::check(plan, &entries);
+    if let Some(f) = failure {
+        verdict.add_world_failure(f);
+    } else if !settled {
+        verdict.add_liveness_failure(opts.liveness);
+    }
+    RunOutcome { entries, hash, verdict, sim_elapsed, wall: wall.elapsed() }
+}
+
+/// Message latency outside latency faults.
+const BASE_LATENCY: Duration = Duration::from_millis(15);
+
+fn worker_host(w: u32) -> String {
+    format!("worker-{w}")
+}
+
+/// Applies the plan's network faults and crashes as simulated time passes.
+struct Driver {
+    /// (time, fault index, starts?) in time order.
+    changes: Vec<(u64, usize, bool)>,
+    next: usize,
+    links: BTreeMap<(u32, Service), LinkFaults>,
+    applied: BTreeMap<(u32, Service), LinkState>,
+    crashed: BTreeMap<u32, u32>,
+    latency: BTreeMap<usize, u64>,
+    faults: Vec<crate::plan::Fault>,
+}
+
+impl Driver {
+    fn new(plan: &Plan) -> Self {
+        let mut changes = Vec::new();
+        for (i, f) in plan.faults.iter().enumerate() {
+            if matches!(f.kind, FaultKind::Crash { .. } | FaultKind::Partition { .. } | FaultKind::Hold { .. } | FaultKind::Latency { .. }) {
+                let start = f.at_ms.min(plan.chaos_ms);
+                let end = (f.at_ms + f.for_ms).min(plan.chaos_ms);
+                if start < end {
+                    changes.push((start, i, true));
+                    changes.push((end, i, false));
+                }
+            }
+        }
+        changes.sort_by_key(|(t, i, start)| (*t, !*start, *i));
+        Driver {
+            changes,
+            next: 0,
+            links: BTreeMap::new(),
+            applied: BTreeMap::new(),
+            crashed: BTreeMap::new(),
+            latency: BTreeMap::new(),
+            faults: plan.faults.clone(),
+        }
+    }
+
+    fn apply_until(&mut self, t: u64, sim: &mut turmoil::Sim<'_>, ctx: &Ctx) {
+        while let Some(&(at, index, start)) = self.changes.get(self.next) {
+            if at > t {
+                break;
+            }
+            self.next += 1;
+            self.change(index, start, sim, ctx, at);
+        }
+    }
+
+    fn change(&mut self, index: usize, start: bool, sim: &mut turmoil::Sim<'_>, ctx: &Ctx, at: u64) {
+        let delta = |n: &mut u32| if start { *n += 1 } else { *n = n.saturating_sub(1) };
+        let event = if start { Event::FaultStarted { index } } else { Event::FaultEnded { index } };
+        ctx.history.record_at(at * 1000, "world", None, event);
+        if start {
+            ctx.fire_at(index, "world", at * 1000);
+        }
+        match self.faults[index].kind {
+            FaultKind::Crash { worker } => {
+                let n = self.crashed.entry(worker).or_default();
+                let was = *n;
+                delta(n);
+                match (was, *n) {
+                    (0, 1) => sim.crash(worker_host(worker)),
+                    (1, 0) => sim.bounce(worker_host(worker)),
+                    _ => {}
+                }
+            }
+            FaultKind::Partition { worker, service } => {
+                delta(&mut self.links.entry((worker, service)).or_default().partitions);
+                self.sync_link(worker, service, sim);
+            }
+            FaultKind::Hold { worker, service } => {
+                delta(&mut self.links.entry((worker, service)).or_default().holds);
+                self.sync_link(worker, service, sim);
+            }
+            FaultKind::Latency { max_ms } => {
+                if start {
+                    self.latency.insert(index, max_ms);
+                } else {
+                    self.latency.remove(&index);
+                }
+                let max = self.latency.values().copied().max().map_or(BASE_LATENCY, Duration::from_millis);
+                sim.set_max_message_latency(max.max(BASE_LATENCY));
+            }
+            _ => {}
+        }
+    }
+
+    fn sync_link(&mut self, worker: u32, service: Service, sim: &mut turmoil::Sim<'_>) {
+        let want = self.links.get(&(worker, service)).copied().unwrap_or_default().state();
+        let have = self.applied.get(&(worker, service)).copied().unwrap_or(LinkState::Healthy);
+        if want == have {
+            return;
+        }
+        let (a, b) = (worker_host(worker), service.host());
+        match have {
+            LinkState::Held => sim.release(a.as_str(), b),
+            LinkState::Cut => sim.repair(a.as_str(), b),
+            LinkState::Healthy => {}
+        }
+        match want {
+            LinkState::Held => sim.hold(a.as_str(), b),
+            LinkState::Cut => sim.partition(a.as_str(), b),
+            LinkState::Healthy => {}
+        }
+        self.applied.insert((worker, service), want);
+    }
+
+    /// Ends every fault: links healthy, crashed workers restarted, latency back to normal.
+    fn heal(&mut self, sim: &mut turmoil::Sim<'_>, ctx: &Ctx, t: u64) {
+        self.apply_until(u64::MAX, sim, ctx);
+        let _ = t;
+    }
+}
+
+/// Whether the run has settled: users are done, no run is active, and every stored task is
+/// quiet and agrees with the remote server (or is terminal, or its cancel was dead-lettered).
+fn is_settled(ctx: &Ctx, backend: &Backend, mcp: &Mutex<McpState>, gw: &Mutex<GatewayState>, t: u64) -> bool {
+    if !ctx.user_done() || gw.lock().unwrap_or_else(|p| p.into_inner()).active_runs() > 0 {
+        return false;
+    }
+    let rows = match backend.store_now(StoreRequest::AdminRows(None, 1_000_000)) {
+        StoreResponse::Rows(Ok(rows)) => rows,
+        _ => return false,
+    };
+    let heal_us = crate::ctx::timestamp(Duration::from_millis(ctx.plan.chaos_ms), 0);
+    let mcp = mcp.lock().unwrap_or_else(|p| p.into_inner());
+    rows.iter().all(|row: &TaskRow| {
+        if !row.is_quiet() {
+            return false;
+        }
+        if row.remote.status.is_terminal() || row.cancel.status == tasklatch_core::status::CancelStatus::DeadLetter {
+            return true;
+        }
+        let Some(task) = mcp.task(row.identity.handle.remote_task_id.expose()) else { return false };
+        let Some(plan) = ctx.plan.task(task.n) else { return false };
+        let remote = view_at(task, plan, t).status();
+        remote == Some(row.remote.status.as_str()) && row.remote.observed_at.is_some_and(|o| o >= heal_us)
+    })
+}
