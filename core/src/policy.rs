@@ -99,6 +99,12 @@ impl Policy {
     }
 }
 
+/// An error text as stored: NUL (which Postgres text rejects) replaced by U+FFFD, bounded to
+/// [`MAX_STORED_ERROR`] characters. Both stores then hold the same text.
+pub fn stored_error(text: &str) -> String {
+    bounded(&text.replace('\0', "\u{FFFD}"), MAX_STORED_ERROR)
+}
+
 /// The first `max` characters of `text` (never splits a character).
 pub fn bounded(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {

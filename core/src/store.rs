@@ -110,7 +110,8 @@ pub struct Release {
     /// When the row is due again.
     pub retry_at: Timestamp,
     /// An unexpected error: counted as a failure (notify and cancel loops). `None` for the
-    /// worker's own shutdown and for an unreachable store or launcher lookup, which never count.
+    /// worker's own shutdown and for a lease too short to start an external call, which never
+    /// count. (A failed run lookup is not a release: it is [`NotifyAction::LookupFailed`].)
     pub error: Option<String>,
 }
 

@@ -3,7 +3,7 @@
 
 use crate::lease::Lease;
 use crate::mutation::{self, Mutant};
-use crate::policy::{bounded, Policy, MAX_STORED_ERROR};
+use crate::policy::{stored_error, Policy};
 use crate::status::CancelStatus;
 use crate::task::TaskRow;
 use crate::time::Timestamp;
@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// What a cancel request found.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum RequestResult {
-    /// The first request: recorded, cancel work scheduled, poll lease voided.
+    /// The first request: recorded, cancel work scheduled, the poll lease void.
     Requested,
     /// A request was already recorded: nothing changed.
     AlreadyRequested,
@@ -22,9 +22,12 @@ pub enum RequestResult {
     AlreadyFinished,
 }
 
-/// Records a cancel request at `now`. The first request sets `requested_at`, schedules the
-/// cancel work and voids the poll lease (its expiry becomes `now`, fencing any poll in flight).
-/// Repeats change nothing — in particular they never disturb a cancel already in progress.
+/// Records a cancel request at `now`. The first request sets `requested_at` and schedules the
+/// cancel work; from then on the poll lease is void: the poll guard
+/// ([`crate::transitions::guard::poll_apply`]) refuses every poll result once a cancel was
+/// requested, whenever that poll completed, and no new poll is claimed. That one check is the
+/// whole fence — a poll in flight during the request can never apply its result. Repeats change
+/// nothing — in particular they never disturb a cancel already in progress.
 pub fn request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
     if row.remote.status.is_terminal() {
         return RequestResult::AlreadyFinished;
@@ -39,9 +42,6 @@ pub fn request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
     row.cancel.status = CancelStatus::Requested;
     row.cancel.due_at = Some(now);
     row.remote.updated_at = now;
-    if let Some(lease) = row.poll.lease.as_mut() {
-        lease.expires_at = lease.expires_at.min(now);
-    }
     RequestResult::Requested
 }
 
@@ -89,7 +89,7 @@ pub fn apply(
         }
         CancelAction::Failed(error) => {
             row.cancel.failures += 1;
-            row.cancel.last_error = Some(bounded(&error, MAX_STORED_ERROR));
+            row.cancel.last_error = Some(stored_error(&error));
             row.cancel.due_at = Some(now.plus(policy.retry_delay(row.cancel.failures)));
             None
         }
@@ -107,6 +107,6 @@ pub fn release(row: &mut TaskRow, retry_at: Timestamp, error: Option<&str>) {
     row.cancel.due_at = Some(retry_at);
     if let Some(e) = error {
         row.cancel.failures += 1;
-        row.cancel.last_error = Some(bounded(e, MAX_STORED_ERROR));
+        row.cancel.last_error = Some(stored_error(e));
     }
 }

@@ -9,7 +9,7 @@ use crate::event::{Event, Fingerprint};
 use crate::ids::RunId;
 use crate::lease::Lease;
 use crate::mutation::{self, Mutant};
-use crate::policy::{bounded, Policy, MAX_STORED_ERROR};
+use crate::policy::{stored_error, Policy};
 use crate::status::{DeadLetterReason, NotifyStatus};
 use crate::task::Outbox;
 use crate::time::Timestamp;
@@ -92,7 +92,8 @@ pub fn claimable(o: &Outbox, now: Timestamp) -> bool {
 }
 
 /// Claims the outbox with `lease`: freezes the snapshot when there is none or a newer version
-/// exists (a new version resets attempt and failure counters); otherwise keeps the frozen one.
+/// with an event exists (a new version resets attempt and failure counters) and the row is
+/// `claimed`; otherwise keeps the frozen one and its status (a pending row becomes `claimed`).
 /// A dispatched row keeps its run. Precondition: [`claimable`].
 pub fn claim(o: &mut Outbox, lease: Lease) {
     debug_assert!(
@@ -104,7 +105,8 @@ pub fn claim(o: &mut Outbox, lease: Lease) {
         return;
     }
     let newer = o.dispatch_version < o.event_version && o.event.is_some();
-    if o.dispatch_event.is_none() || newer {
+    let rebuild = o.dispatch_event.is_none() || newer;
+    if rebuild {
         if o.event_version != o.dispatch_version {
             o.dispatch_attempt = 0;
             o.failures = 0;
@@ -113,7 +115,7 @@ pub fn claim(o: &mut Outbox, lease: Lease) {
         o.dispatch_version = o.event_version;
         o.dispatch_event = o.event.clone();
     }
-    if o.status == NotifyStatus::Pending {
+    if rebuild || o.status == NotifyStatus::Pending {
         o.status = NotifyStatus::Claimed;
     }
 }
@@ -186,9 +188,12 @@ pub fn apply_action(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy
             if mutation::active(Mutant::AttemptBumpedAfterLaunchError) {
                 o.dispatch_attempt += 1;
             }
-            o.last_error = Some(bounded(&error, MAX_STORED_ERROR));
+            o.last_error = Some(stored_error(&error));
             o.status = NotifyStatus::Pending;
             o.due_at = now.plus(policy.retry_delay(o.failures));
+            if o.event.is_none() {
+                drop_undelivered(o);
+            }
         }
         NotifyAction::RunSucceeded => end_dispatch(o, None, now),
         NotifyAction::RunFailed(error) => {
@@ -197,7 +202,7 @@ pub fn apply_action(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy
                 o.dispatch_attempt += 1;
             }
             o.run_id = None;
-            o.last_error = Some(bounded(&error, MAX_STORED_ERROR));
+            o.last_error = Some(stored_error(&error));
             o.status = NotifyStatus::Retry;
             o.due_at = now.plus(policy.retry_delay(o.failures));
         }
@@ -206,7 +211,7 @@ pub fn apply_action(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy
         }
         NotifyAction::LookupFailed(error) => {
             o.failures += 1;
-            o.last_error = Some(bounded(&error, MAX_STORED_ERROR));
+            o.last_error = Some(stored_error(&error));
             o.due_at = now.plus(policy.retry_delay(o.failures));
         }
         NotifyAction::BudgetExhausted => end_dispatch(o, Some(DeadLetterReason::Budget), now),
@@ -241,6 +246,6 @@ pub fn release(o: &mut Outbox, retry_at: Timestamp, error: Option<&str>) {
     o.due_at = retry_at;
     if let Some(e) = error {
         o.failures += 1;
-        o.last_error = Some(bounded(e, MAX_STORED_ERROR));
+        o.last_error = Some(stored_error(e));
     }
 }

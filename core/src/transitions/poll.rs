@@ -101,8 +101,12 @@ pub fn apply(row: &mut TaskRow, update: PollUpdate, now: Timestamp) -> Recorded 
     record_event(&mut row.outbox, update.event, now)
 }
 
-/// Releases the poll lease without a result: the next poll is at `retry_at`.
+/// Releases the poll lease without a result: the next poll is at `retry_at` — unless the task
+/// became terminal meanwhile (a cancel finished it while the poll was claimed): a terminal task
+/// is never polled again.
 pub fn release(row: &mut TaskRow, retry_at: Timestamp) {
     row.poll.lease = None;
-    row.poll.next_poll_at = Some(retry_at);
+    if !row.remote.status.is_terminal() {
+        row.poll.next_poll_at = Some(retry_at);
+    }
 }
