@@ -1,0 +1,340 @@
+//! `PgLedger`: the run ledger over Postgres, the same contract as
+//! [`tasklatch_core::ledger::MemLedger`] (DOMAIN §3 "Delivery").
+//!
+//! - **The key decides first**: a known key returns its run, whatever the thread's state now.
+//!   The `runs_key_unique` index makes this hold across processes: a new run is inserted with
+//!   `ON CONFLICT (key) DO NOTHING` and the winner's run is read back. The whole start is one
+//!   round trip: the `tasklatch_start_run` function (migrations/0003).
+//! - **404** for a missing, deleted or foreign thread; nothing is created.
+//! - **409** while a run is active on the thread. Race-safe: the thread row is locked
+//!   `FOR UPDATE` while a run is started on it, so two starters on one thread are serialised and
+//!   the second sees the first's run.
+//! - Run ids are `run-{n}` with `n` from a sequence (so a sequential history gives the same ids
+//!   as `MemLedger`; concurrent or refused inserts may leave gaps).
+//!
+//! Wrap it in [`tasklatch_core::ledger::LedgerLauncher`] to get a `Launcher`.
+
+use crate::error::ledger_error;
+use crate::row::storable;
+use sqlx::{PgPool, Row};
+use tasklatch_core::ids::{OwnerId, RunId, ThreadId};
+use tasklatch_core::ledger::{LedgerError, RunLedger, RunRecord};
+use tasklatch_core::mutation::Mutant;
+use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
+use tasklatch_core::time::Timestamp;
+
+/// The Postgres run ledger. Cheap to clone (clones share the pool).
+#[derive(Clone)]
+pub struct PgLedger {
+    pool: PgPool,
+    uniqueness_dropped: bool,
+}
+
+fn status_of(s: &str) -> Result<RunStatus, LedgerError> {
+    Ok(match s {
+        "pending" => RunStatus::Pending,
+        "running" => RunStatus::Running,
+        "success" => RunStatus::Success,
+        "error" => RunStatus::Error,
+        "timeout" => RunStatus::Timeout,
+        "interrupted" => RunStatus::Interrupted,
+        _ => return Err(LedgerError("unknown run status".into())),
+    })
+}
+
+impl PgLedger {
+    /// A ledger over `pool` (already migrated, see [`crate::migrate`]).
+    ///
+    /// With the `mutations` feature and `mutant == Some(LedgerUniquenessDropped)`, the planted
+    /// bug is switched on: the key's unique index is dropped (in this database: use a throwaway
+    /// one) and runs are inserted blindly, without looking the key up. Otherwise `mutant` is
+    /// ignored.
+    pub async fn new(pool: PgPool, mutant: Option<Mutant>) -> Result<Self, LedgerError> {
+        let uniqueness_dropped =
+            cfg!(feature = "mutations") && mutant == Some(Mutant::LedgerUniquenessDropped);
+        if uniqueness_dropped {
+            sqlx::query("DROP INDEX IF EXISTS runs_key_unique")
+                .execute(&pool)
+                .await
+                .map_err(ledger_error)?;
+        }
+        Ok(PgLedger {
+            pool,
+            uniqueness_dropped,
+        })
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Creates many threads in one statement (for load tests); existing ones are left alone,
+    /// as [`RunLedger::create_thread`] does.
+    pub async fn create_threads(
+        &self,
+        threads: &[(OwnerId, ThreadId)],
+        now: Timestamp,
+    ) -> Result<(), LedgerError> {
+        let (owners, names): (Vec<String>, Vec<String>) = threads
+            .iter()
+            .map(|(o, t)| (storable(o.as_str()), storable(t.as_str())))
+            .unzip();
+        sqlx::query(
+            "INSERT INTO threads (thread, owner, created_at) \
+             SELECT t, o, $3 FROM unnest($1::text[], $2::text[]) AS x(t, o) \
+             ON CONFLICT (thread) DO NOTHING",
+        )
+        .bind(names)
+        .bind(owners)
+        .bind(now.as_micros())
+        .execute(&self.pool)
+        .await
+        .map_err(ledger_error)?;
+        Ok(())
+    }
+
+    /// The runs still pending or running, oldest first, at most `limit`: what an agent runtime
+    /// has to work on. One read through the active-runs index.
+    pub async fn active_runs(&self, limit: usize) -> Result<Vec<(RunId, Timestamp)>, LedgerError> {
+        let rows = sqlx::query(
+            "SELECT run_id, created_at FROM runs WHERE status IN ('pending', 'running') \
+             ORDER BY seq LIMIT $1",
+        )
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(ledger_error)?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    RunId(r.try_get::<String, _>("run_id").map_err(ledger_error)?),
+                    Timestamp::from_micros(
+                        r.try_get::<i64, _>("created_at").map_err(ledger_error)?,
+                    ),
+                ))
+            })
+            .collect()
+    }
+
+    /// Ends many active runs in one statement, as [`RunLedger::finish_run`] would one by one;
+    /// returns how many changed. Statuses that are not terminal are skipped.
+    pub async fn finish_runs(
+        &self,
+        runs: &[(RunId, RunStatus)],
+        now: Timestamp,
+    ) -> Result<u64, LedgerError> {
+        let (ids, statuses): (Vec<String>, Vec<&'static str>) = runs
+            .iter()
+            .filter(|(_, s)| !s.is_active() && *s != RunStatus::Missing)
+            .map(|(r, s)| (storable(r.as_str()), s.as_str()))
+            .unzip();
+        let done = sqlx::query(
+            "UPDATE runs SET status = x.status, finished_at = $3 \
+             FROM unnest($1::text[], $2::text[]) AS x(run_id, status) \
+             WHERE runs.run_id = x.run_id AND runs.status IN ('pending', 'running')",
+        )
+        .bind(ids)
+        .bind(statuses)
+        .bind(now.as_micros())
+        .execute(&self.pool)
+        .await
+        .map_err(ledger_error)?;
+        Ok(done.rows_affected())
+    }
+}
+
+impl RunLedger for PgLedger {
+    /// One statement: inserts the thread unless it exists (deleted or not: deletion is final).
+    async fn create_thread(
+        &self,
+        owner: &OwnerId,
+        thread: &ThreadId,
+        now: Timestamp,
+    ) -> Result<(), LedgerError> {
+        sqlx::query(
+            "INSERT INTO threads (thread, owner, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (thread) DO NOTHING",
+        )
+        .bind(storable(thread.as_str()))
+        .bind(storable(owner.as_str()))
+        .bind(now.as_micros())
+        .execute(&self.pool)
+        .await
+        .map_err(ledger_error)?;
+        Ok(())
+    }
+
+    /// One statement: marks the thread deleted; later launches on it answer 404. Returns whether
+    /// the thread existed.
+    async fn delete_thread(&self, thread: &ThreadId, now: Timestamp) -> Result<bool, LedgerError> {
+        let done = sqlx::query(
+            "UPDATE threads SET deleted = true, deleted_at = COALESCE(deleted_at, $2) \
+             WHERE thread = $1",
+        )
+        .bind(storable(thread.as_str()))
+        .bind(now.as_micros())
+        .execute(&self.pool)
+        .await
+        .map_err(ledger_error)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// One transaction: the run of a known key; else 404 for a missing, deleted or foreign
+    /// thread; else 409 when a run is active on the thread; else a new running run. The thread
+    /// row is locked `FOR UPDATE` before the key is looked up again and the thread checked, so
+    /// concurrent starters on a thread are serialised; the unique key index settles the rest.
+    async fn start_run(
+        &self,
+        req: &RunRequest,
+        now: Timestamp,
+    ) -> Result<LaunchOutcome, LedgerError> {
+        let key = storable(&req.key);
+        let thread = storable(req.thread.as_str());
+        let owner = storable(req.owner.as_str());
+        if !self.uniqueness_dropped {
+            // The hot path: one round trip (migrations/0003_start_run_function.sql).
+            let row = sqlx::query(
+                "SELECT outcome, started_run FROM tasklatch_start_run($1, $2, $3, $4, $5)",
+            )
+            .bind(&key)
+            .bind(&owner)
+            .bind(&thread)
+            .bind(storable(&req.prompt))
+            .bind(now.as_micros())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(ledger_error)?;
+            let outcome: String = row.try_get("outcome").map_err(ledger_error)?;
+            let run: Option<String> = row.try_get("started_run").map_err(ledger_error)?;
+            return match (outcome.as_str(), run) {
+                ("started", Some(run)) => Ok(LaunchOutcome::Started(RunId(run))),
+                ("busy", _) => Ok(LaunchOutcome::Busy),
+                ("thread_gone", _) => Ok(LaunchOutcome::ThreadGone),
+                _ => Err(LedgerError(
+                    "unexpected answer from tasklatch_start_run".into(),
+                )),
+            };
+        }
+        // The planted bug (LedgerUniquenessDropped): the same thread checks, no key lookup, a
+        // blind insert (the unique index is gone).
+        let mut tx = self.pool.begin().await.map_err(ledger_error)?;
+        let thread_row =
+            sqlx::query("SELECT owner, deleted FROM threads WHERE thread = $1 FOR UPDATE")
+                .bind(&thread)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(ledger_error)?;
+        let usable = match &thread_row {
+            Some(r) => {
+                let t_owner: String = r.try_get("owner").map_err(ledger_error)?;
+                let deleted: bool = r.try_get("deleted").map_err(ledger_error)?;
+                !deleted && t_owner == owner
+            }
+            None => false,
+        };
+        if !usable {
+            tx.commit().await.map_err(ledger_error)?;
+            return Ok(LaunchOutcome::ThreadGone);
+        }
+        let busy = sqlx::query(
+            "SELECT 1 FROM runs WHERE thread = $1 AND status IN ('pending', 'running') LIMIT 1",
+        )
+        .bind(&thread)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(ledger_error)?;
+        if busy.is_some() {
+            tx.commit().await.map_err(ledger_error)?;
+            return Ok(LaunchOutcome::Busy);
+        }
+        let inserted = sqlx::query(
+            "INSERT INTO runs (seq, run_id, key, owner, thread, prompt, status, created_at) \
+             SELECT n, 'run-' || n, $1, $2, $3, $4, 'running', $5 \
+             FROM (SELECT nextval('run_seq') AS n) s RETURNING run_id",
+        )
+        .bind(&key)
+        .bind(&owner)
+        .bind(&thread)
+        .bind(storable(&req.prompt))
+        .bind(now.as_micros())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(ledger_error)?;
+        let run = RunId(
+            inserted
+                .try_get::<String, _>("run_id")
+                .map_err(ledger_error)?,
+        );
+        tx.commit().await.map_err(ledger_error)?;
+        Ok(LaunchOutcome::Started(run))
+    }
+
+    /// One statement: ends an active run with a terminal `status`; false (nothing changed) if
+    /// the run is unknown or already ended, or `status` is not terminal.
+    async fn finish_run(
+        &self,
+        run: &RunId,
+        status: RunStatus,
+        now: Timestamp,
+    ) -> Result<bool, LedgerError> {
+        if status.is_active() || status == RunStatus::Missing {
+            return Ok(false);
+        }
+        let done = sqlx::query(
+            "UPDATE runs SET status = $2, finished_at = $3 \
+             WHERE run_id = $1 AND status IN ('pending', 'running')",
+        )
+        .bind(storable(run.as_str()))
+        .bind(status.as_str())
+        .bind(now.as_micros())
+        .execute(&self.pool)
+        .await
+        .map_err(ledger_error)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// One read: the run's status; [`RunStatus::Missing`] for an unknown run.
+    async fn run_status(&self, run: &RunId) -> Result<RunStatus, LedgerError> {
+        let row = sqlx::query("SELECT status FROM runs WHERE run_id = $1")
+            .bind(storable(run.as_str()))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(ledger_error)?;
+        match row {
+            None => Ok(RunStatus::Missing),
+            Some(r) => status_of(&r.try_get::<String, _>("status").map_err(ledger_error)?),
+        }
+    }
+
+    /// One read: every run, in creation order.
+    async fn runs(&self) -> Result<Vec<RunRecord>, LedgerError> {
+        let rows = sqlx::query(
+            "SELECT run_id, key, owner, thread, prompt, status, created_at, finished_at \
+             FROM runs ORDER BY seq",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(ledger_error)?;
+        rows.iter()
+            .map(|r| {
+                let get = |c: &str| r.try_get::<String, _>(c).map_err(ledger_error);
+                Ok(RunRecord {
+                    run_id: RunId(get("run_id")?),
+                    key: get("key")?,
+                    owner: OwnerId(get("owner")?),
+                    thread: ThreadId(get("thread")?),
+                    prompt: get("prompt")?,
+                    status: status_of(&get("status")?)?,
+                    created_at: Timestamp::from_micros(
+                        r.try_get::<i64, _>("created_at").map_err(ledger_error)?,
+                    ),
+                    finished_at: r
+                        .try_get::<Option<i64>, _>("finished_at")
+                        .map_err(ledger_error)?
+                        .map(Timestamp::from_micros),
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,52 @@
+//! tasklatch-pg: the production store over Postgres, its run ledger, and the proof that the SQL
+//! matches the model (DESIGN "pg-adapter").
+//!
+//! - [`PgStore`]: every [`tasklatch_core::store::Store`] method as one transaction, normally one
+//!   statement; claims with `FOR UPDATE SKIP LOCKED`, guarded writes with the lease guard in the
+//!   `WHERE` clause, batched through `UNNEST`, `now` always a parameter.
+//! - [`PgLedger`]: the run ledger (unique idempotency key, 409 busy thread, 404 gone thread),
+//!   the reference gateway behind `tasklatch_core::ledger::LedgerLauncher`.
+//! - [`migrate`]: the schema, embedded from `migrations/`.
+//! - [`harness`]: fresh test databases on a local, configured or throwaway server.
+//! - [`stress`] and [`bench`]: real concurrency and throughput against one Postgres.
+//!
+//! Knows nothing of turmoil.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod bulk;
+mod error;
+pub mod harness;
+mod ledger;
+mod row;
+mod sql;
+mod store;
+pub mod stress;
+
+pub use error::{ledger_error, store_error};
+pub use ledger::PgLedger;
+pub use row::{decode_task, event_json, storable};
+pub use store::PgStore;
+
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::PgPool;
+
+/// The schema, embedded at build time from `pg-adapter/migrations/`.
+pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+/// Applies every pending migration to the database behind `pool` (idempotent; concurrent
+/// callers are serialised by an advisory lock).
+pub async fn migrate(pool: &PgPool) -> Result<(), MigrateError> {
+    MIGRATOR.run(pool).await
+}
+
+/// The `EXPLAIN`-able candidate queries of the three claims (`$1` now, `$2` limit), for tests
+/// and the benchmark: each must be served by its partial index.
+pub fn claim_candidate_queries() -> [(&'static str, &'static str); 3] {
+    [
+        ("poll", sql::POLL_CANDIDATES),
+        ("notify", sql::NOTIFY_CANDIDATES),
+        ("cancel", sql::CANCEL_CANDIDATES),
+    ]
+}
