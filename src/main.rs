@@ -17,12 +17,21 @@ struct Cli {
 enum Command {
     /// Run a deterministic simulation campaign, or replay one seed.
     Sim(cli::sim::SimArgs),
+    /// Run W engines against one Postgres with fault-injecting doubles (and chaos).
+    Stress(cli::stress::StressArgs),
+    /// Measure end-to-end throughput against the SQL floor, claim latency, old snapshots.
+    Bench(cli::bench::BenchArgs),
+    /// Apply the Postgres schema.
+    Migrate(cli::migrate::MigrateArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => cli::sim::run(args),
+        Command::Stress(args) => cli::stress::run_cli(args),
+        Command::Bench(args) => cli::bench::run_cli(args),
+        Command::Migrate(args) => cli::migrate::run_cli(args),
     };
     match result {
         Ok(code) => code,

@@ -8,11 +8,12 @@
 
 use crate::db_wire::{dispatch, StoreRequest, StoreResponse};
 use crate::gateway_wire::GatewayRequest;
+use crate::pg_gateway::PgGateway;
 use std::sync::Arc;
+use tasklatch_core::ids::RunId;
 use tasklatch_core::ledger::{LedgerError, MemLedger, RunLedger, RunRecord};
 use tasklatch_core::mem_store::MemStore;
 use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
-use tasklatch_core::ids::RunId;
 use tasklatch_core::time::Timestamp;
 
 /// A ledger call (the gateway's side of [`GatewayRequest`], plus run completion).
@@ -49,13 +50,24 @@ pub enum LedgerAnswer {
 pub async fn dispatch_ledger<L: RunLedger>(ledger: &L, call: LedgerCall) -> LedgerAnswer {
     match call {
         LedgerCall::Start(req, now) => LedgerAnswer::Launch(ledger.start_run(&req, now).await),
-        LedgerCall::Finish(run, status, now) => LedgerAnswer::Done(ledger.finish_run(&run, status, now).await),
+        LedgerCall::Finish(run, status, now) => {
+            LedgerAnswer::Done(ledger.finish_run(&run, status, now).await)
+        }
         LedgerCall::Status(run) => LedgerAnswer::Status(ledger.run_status(&run).await),
         LedgerCall::CreateThread(GatewayRequest::CreateThread(owner, thread), now) => {
-            LedgerAnswer::Done(ledger.create_thread(&owner, &thread, now).await.map(|()| true))
+            LedgerAnswer::Done(
+                ledger
+                    .create_thread(&owner, &thread, now)
+                    .await
+                    .map(|()| true),
+            )
         }
-        LedgerCall::DeleteThread(GatewayRequest::DeleteThread(thread), now) => LedgerAnswer::Done(ledger.delete_thread(&thread, now).await),
-        LedgerCall::CreateThread(..) | LedgerCall::DeleteThread(..) => LedgerAnswer::Done(Err(LedgerError("malformed thread call".into()))),
+        LedgerCall::DeleteThread(GatewayRequest::DeleteThread(thread), now) => {
+            LedgerAnswer::Done(ledger.delete_thread(&thread, now).await)
+        }
+        LedgerCall::CreateThread(..) | LedgerCall::DeleteThread(..) => {
+            LedgerAnswer::Done(Err(LedgerError("malformed thread call".into())))
+        }
         LedgerCall::Runs => LedgerAnswer::Runs(ledger.runs().await),
     }
 }
@@ -70,18 +82,32 @@ pub enum Backend {
         /// The run ledger.
         ledger: Arc<MemLedger>,
     },
+    /// Real Postgres: a fresh database behind a blocking gateway thread.
+    Pg(Arc<PgGateway>),
 }
 
 impl Backend {
     /// A fresh in-memory backend.
     pub fn memory(policy: tasklatch_core::policy::Policy) -> Self {
-        Backend::Mem { store: Arc::new(MemStore::new(policy)), ledger: Arc::new(MemLedger::new()) }
+        Backend::Mem {
+            store: Arc::new(MemStore::new(policy)),
+            ledger: Arc::new(MemLedger::new()),
+        }
     }
 
-    /// Runs a store call.
+    /// A fresh Postgres backend (a new database; see [`PgGateway`]).
+    pub fn postgres(
+        policy: tasklatch_core::policy::Policy,
+        mutant: Option<tasklatch_core::mutation::Mutant>,
+    ) -> Result<Self, String> {
+        Ok(Backend::Pg(Arc::new(PgGateway::start(policy, mutant)?)))
+    }
+
+    /// Runs a store call (with Postgres, blocking the simulation until it commits).
     pub async fn store(&self, req: StoreRequest) -> StoreResponse {
         match self {
             Backend::Mem { store, .. } => dispatch(store.as_ref(), req).await,
+            Backend::Pg(gw) => gw.store(req),
         }
     }
 
@@ -94,6 +120,7 @@ impl Backend {
     pub async fn ledger(&self, call: LedgerCall) -> LedgerAnswer {
         match self {
             Backend::Mem { ledger, .. } => dispatch_ledger(ledger.as_ref(), call).await,
+            Backend::Pg(gw) => gw.ledger(call),
         }
     }
 }

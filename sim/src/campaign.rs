@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tasklatch_core::mutation::Mutant;
 
 /// Builds a fresh backend for each run (the Postgres backend creates a fresh database).
-pub type BackendFactory = Arc<dyn Fn() -> Result<Backend, String> + Send + Sync>;
+pub type BackendFactory = Arc<dyn Fn(Option<Mutant>) -> Result<Backend, String> + Send + Sync>;
 
 /// How to run a campaign.
 #[derive(Clone)]
@@ -100,7 +100,12 @@ impl CampaignReport {
 }
 
 /// Runs one plan with `mutant` switched on for this thread.
-pub fn run_plan(plan: &Plan, backend: Backend, opts: &RunOptions, mutant: Option<Mutant>) -> RunOutcome {
+pub fn run_plan(
+    plan: &Plan,
+    backend: Backend,
+    opts: &RunOptions,
+    mutant: Option<Mutant>,
+) -> RunOutcome {
     #[cfg(feature = "mutations")]
     let _active = tasklatch_core::mutation::activate(mutant);
     #[cfg(not(feature = "mutations"))]
@@ -109,12 +114,19 @@ pub fn run_plan(plan: &Plan, backend: Backend, opts: &RunOptions, mutant: Option
 }
 
 /// Runs every seed of `opts`, calling `progress` after each.
-pub fn run_campaign(opts: &CampaignOptions, backends: BackendFactory, progress: &(dyn Fn(Progress) + Sync)) -> Result<CampaignReport, String> {
+pub fn run_campaign(
+    opts: &CampaignOptions,
+    backends: BackendFactory,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<CampaignReport, String> {
     let started = Instant::now();
     let next = AtomicU64::new(opts.seeds.start);
     let stop = AtomicBool::new(false);
     let results = Mutex::new(Vec::new());
-    let state = Mutex::new(Progress { total: opts.seeds.end.saturating_sub(opts.seeds.start), ..Default::default() });
+    let state = Mutex::new(Progress {
+        total: opts.seeds.end.saturating_sub(opts.seeds.start),
+        ..Default::default()
+    });
     let error = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..opts.threads.max(1) {
@@ -126,7 +138,7 @@ pub fn run_campaign(opts: &CampaignOptions, backends: BackendFactory, progress: 
                 if seed >= opts.seeds.end {
                     return;
                 }
-                let backend = match backends() {
+                let backend = match backends(opts.mutant) {
                     Ok(b) => b,
                     Err(e) => {
                         *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
@@ -157,7 +169,10 @@ pub fn run_campaign(opts: &CampaignOptions, backends: BackendFactory, progress: 
                     p.sim_secs += result.sim.as_secs_f64();
                     *p
                 };
-                results.lock().unwrap_or_else(|p| p.into_inner()).push(result);
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(result);
                 progress(snapshot);
             });
         }
@@ -167,5 +182,8 @@ pub fn run_campaign(opts: &CampaignOptions, backends: BackendFactory, progress: 
     }
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     results.sort_by_key(|r| r.seed);
-    Ok(CampaignReport { results, wall: started.elapsed() })
+    Ok(CampaignReport {
+        results,
+        wall: started.elapsed(),
+    })
 }

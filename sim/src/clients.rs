@@ -44,7 +44,9 @@ impl Caller {
     /// a remote or launcher call returns — the lane then holds a lease, and a pause there is the
     /// classic stale-writer hazard that fencing tokens must stop.
     async fn after_call(&self) {
-        let Some((worker, lane)) = self.lane else { return };
+        let Some((worker, lane)) = self.lane else {
+            return;
+        };
         let t = now_ms();
         let due: Vec<(usize, u64)> = self
             .ctx
@@ -96,14 +98,19 @@ pub struct RpcStore {
 
 impl RpcStore {
     async fn call(&self, body: StoreRequest) -> Result<StoreResponse, StoreError> {
-        let env = Envelope { caller: self.caller.name.clone(), body };
+        let env = Envelope {
+            caller: self.caller.name.clone(),
+            body,
+        };
         let answer = call::<_, StoreResponse>("db", &env, self.caller.ctx.timeouts.store).await;
         answer.map_err(|e| StoreError::Unavailable(e.to_string()))
     }
 }
 
 fn mismatch<T>() -> Result<T, StoreError> {
-    Err(StoreError::Unavailable("unexpected answer from the store".into()))
+    Err(StoreError::Unavailable(
+        "unexpected answer from the store".into(),
+    ))
 }
 
 impl Store for RpcStore {
@@ -121,36 +128,71 @@ impl Store for RpcStore {
         }
     }
 
-    async fn apply_polls(&self, writes: Vec<PollWrite>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
+    async fn apply_polls(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
         match self.call(StoreRequest::ApplyPolls(writes, now)).await? {
             StoreResponse::Outcomes(r) => r,
             _ => mismatch(),
         }
     }
 
-    async fn finish_notifications(&self, writes: Vec<NotifyWrite>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
-        match self.call(StoreRequest::FinishNotifications(writes, now)).await? {
+    async fn finish_notifications(
+        &self,
+        writes: Vec<NotifyWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        match self
+            .call(StoreRequest::FinishNotifications(writes, now))
+            .await?
+        {
             StoreResponse::Outcomes(r) => r,
             _ => mismatch(),
         }
     }
 
-    async fn finish_cancels(&self, writes: Vec<CancelWrite>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
+    async fn finish_cancels(
+        &self,
+        writes: Vec<CancelWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
         match self.call(StoreRequest::FinishCancels(writes, now)).await? {
             StoreResponse::Outcomes(r) => r,
             _ => mismatch(),
         }
     }
 
-    async fn release(&self, kind: LeaseKind, releases: Vec<Release>, now: Timestamp) -> Result<Vec<WriteOutcome>, StoreError> {
-        match self.call(StoreRequest::Release(kind, releases, now)).await? {
+    async fn release(
+        &self,
+        kind: LeaseKind,
+        releases: Vec<Release>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        match self
+            .call(StoreRequest::Release(kind, releases, now))
+            .await?
+        {
             StoreResponse::Outcomes(r) => r,
             _ => mismatch(),
         }
     }
 
-    async fn request_cancel(&self, scope: &Scope, target: &CancelTarget, now: Timestamp) -> Result<CancelOutcome, StoreError> {
-        match self.call(StoreRequest::RequestCancel(scope.clone(), target.clone(), now)).await? {
+    async fn request_cancel(
+        &self,
+        scope: &Scope,
+        target: &CancelTarget,
+        now: Timestamp,
+    ) -> Result<CancelOutcome, StoreError> {
+        match self
+            .call(StoreRequest::RequestCancel(
+                scope.clone(),
+                target.clone(),
+                now,
+            ))
+            .await?
+        {
             StoreResponse::Cancel(r) => r,
             _ => mismatch(),
         }
@@ -164,13 +206,20 @@ impl Store for RpcStore {
     }
 
     async fn get_task(&self, scope: &Scope, id: &TaskId) -> Result<Option<TaskRow>, StoreError> {
-        match self.call(StoreRequest::Get(scope.clone(), id.clone())).await? {
-            StoreResponse::Row(r) => r,
+        match self
+            .call(StoreRequest::Get(scope.clone(), id.clone()))
+            .await?
+        {
+            StoreResponse::Row(r) => r.map(|row| row.map(|b| *b)),
             _ => mismatch(),
         }
     }
 
-    async fn admin_rows(&self, after: Option<TaskId>, limit: usize) -> Result<Vec<TaskRow>, StoreError> {
+    async fn admin_rows(
+        &self,
+        after: Option<TaskId>,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
         match self.call(StoreRequest::AdminRows(after, limit)).await? {
             StoreResponse::Rows(r) => r,
             _ => mismatch(),
@@ -193,56 +242,112 @@ pub struct RpcDriver {
 
 fn transport(e: CallError) -> DriverError {
     match e {
-        CallError::Timeout => DriverError::Unavailable { class: ErrorClass::Timeout, message: "remote call timed out".into() },
-        CallError::Connection(m) => DriverError::Unavailable { class: ErrorClass::Connection, message: m },
+        CallError::Timeout => DriverError::Unavailable {
+            class: ErrorClass::Timeout,
+            message: "remote call timed out".into(),
+        },
+        CallError::Connection(m) => DriverError::Unavailable {
+            class: ErrorClass::Connection,
+            message: m,
+        },
         CallError::Decode(m) => DriverError::Malformed(m),
     }
 }
 
 impl RpcDriver {
-    async fn call(&self, op: RemoteOp, remote_id: &str, req: McpRequest) -> Result<McpAnswer, DriverError> {
+    async fn call(
+        &self,
+        op: RemoteOp,
+        remote_id: &str,
+        req: McpRequest,
+    ) -> Result<McpAnswer, DriverError> {
         let started_us = now_us();
         let answer = call::<_, McpAnswer>("mcp", &req, self.caller.ctx.timeouts.remote).await;
         self.caller.ctx.history.record_about(
             &self.caller.host(),
             remote_id,
-            Event::PortRemote { lane: self.caller.name.clone(), remote_id: remote_id.to_owned(), op, started_us, answered: answer.is_ok() },
+            Event::PortRemote {
+                lane: self.caller.name.clone(),
+                remote_id: remote_id.to_owned(),
+                op,
+                started_us,
+                answered: answer.is_ok(),
+            },
         );
         self.caller.after_call().await;
         answer.map_err(transport)
     }
 
-    async fn report(&self, op: RemoteOp, handle: &RemoteHandle, req: McpRequest) -> Result<RemoteReport, DriverError> {
+    async fn report(
+        &self,
+        op: RemoteOp,
+        handle: &RemoteHandle,
+        req: McpRequest,
+    ) -> Result<RemoteReport, DriverError> {
         match self.call(op, handle.remote_task_id.expose(), req).await? {
             McpAnswer::Report(r) => Ok(r.decode()),
             McpAnswer::Unknown => Err(DriverError::UnknownTask),
-            McpAnswer::Unavailable(m) => Err(DriverError::Unavailable { class: ErrorClass::Server, message: m }),
+            McpAnswer::Unavailable(m) => Err(DriverError::Unavailable {
+                class: ErrorClass::Server,
+                message: m,
+            }),
             McpAnswer::Rejected(m) => Err(DriverError::Rejected(m)),
-            McpAnswer::Created { .. } => Err(DriverError::Malformed("unexpected creation answer".into())),
+            McpAnswer::Created { .. } => {
+                Err(DriverError::Malformed("unexpected creation answer".into()))
+            }
         }
     }
 }
 
 impl Driver for RpcDriver {
     async fn submit(&self, req: &SubmitRequest) -> Result<Submitted, DriverError> {
-        let mcp = McpRequest::Submit { owner: req.owner.to_string(), input: req.input.clone() };
+        let mcp = McpRequest::Submit {
+            owner: req.owner.to_string(),
+            input: req.input.clone(),
+        };
         match self.call(RemoteOp::Submit, "", mcp).await? {
-            McpAnswer::Created { remote_id, driver_data, report } => Ok(Submitted {
-                handle: RemoteHandle { remote_task_id: Secret::new(remote_id), driver_data: Secret::new(driver_data) },
+            McpAnswer::Created {
+                remote_id,
+                driver_data,
+                report,
+            } => Ok(Submitted {
+                handle: RemoteHandle {
+                    remote_task_id: Secret::new(remote_id),
+                    driver_data: Secret::new(driver_data),
+                },
                 report: Some(report.decode()),
             }),
-            McpAnswer::Unavailable(m) => Err(DriverError::Unavailable { class: ErrorClass::Server, message: m }),
+            McpAnswer::Unavailable(m) => Err(DriverError::Unavailable {
+                class: ErrorClass::Server,
+                message: m,
+            }),
             McpAnswer::Rejected(m) => Err(DriverError::Rejected(m)),
-            McpAnswer::Unknown | McpAnswer::Report(_) => Err(DriverError::Malformed("unexpected answer to submit".into())),
+            McpAnswer::Unknown | McpAnswer::Report(_) => {
+                Err(DriverError::Malformed("unexpected answer to submit".into()))
+            }
         }
     }
 
     async fn get_status(&self, handle: &RemoteHandle) -> Result<RemoteReport, DriverError> {
-        self.report(RemoteOp::Status, handle, McpRequest::Status { remote_id: handle.remote_task_id.expose().to_owned() }).await
+        self.report(
+            RemoteOp::Status,
+            handle,
+            McpRequest::Status {
+                remote_id: handle.remote_task_id.expose().to_owned(),
+            },
+        )
+        .await
     }
 
     async fn cancel(&self, handle: &RemoteHandle) -> Result<RemoteReport, DriverError> {
-        self.report(RemoteOp::Cancel, handle, McpRequest::Cancel { remote_id: handle.remote_task_id.expose().to_owned() }).await
+        self.report(
+            RemoteOp::Cancel,
+            handle,
+            McpRequest::Cancel {
+                remote_id: handle.remote_task_id.expose().to_owned(),
+            },
+        )
+        .await
     }
 }
 
@@ -273,7 +378,15 @@ impl Launcher for RpcLauncher {
             LaunchOutcome::ThreadGone => "gone".into(),
             LaunchOutcome::Failed(_) => "failed".into(),
         };
-        self.caller.ctx.history.record_about(&self.caller.host(), &key, Event::PortLaunch { lane: self.caller.name.clone(), key: key.clone(), outcome: text });
+        self.caller.ctx.history.record_about(
+            &self.caller.host(),
+            &key,
+            Event::PortLaunch {
+                lane: self.caller.name.clone(),
+                key: key.clone(),
+                outcome: text,
+            },
+        );
         self.caller.after_call().await;
         outcome
     }
@@ -285,7 +398,15 @@ impl Launcher for RpcLauncher {
             Err(e) => Err(format!("launcher unreachable: {e}")),
         };
         let outcome = answer.as_ref().map_or("error", |s| s.as_str()).to_owned();
-        self.caller.ctx.history.record_about(&self.caller.host(), run.as_str(), Event::PortLookup { lane: self.caller.name.clone(), run: run.to_string(), outcome });
+        self.caller.ctx.history.record_about(
+            &self.caller.host(),
+            run.as_str(),
+            Event::PortLookup {
+                lane: self.caller.name.clone(),
+                run: run.to_string(),
+                outcome,
+            },
+        );
         self.caller.after_call().await;
         answer
     }

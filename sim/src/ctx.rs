@@ -48,7 +48,11 @@ pub fn sim_policy() -> Policy {
 
 /// The call deadlines matching [`sim_policy`].
 pub fn sim_timeouts() -> Timeouts {
-    Timeouts { store: Duration::from_secs(3), remote: Duration::from_secs(5), launcher: Duration::from_secs(3) }
+    Timeouts {
+        store: Duration::from_secs(3),
+        remote: Duration::from_secs(5),
+        launcher: Duration::from_secs(3),
+    }
 }
 
 /// Shared by all hosts of one run.
@@ -86,9 +90,18 @@ impl Ctx {
     }
 
     /// Faults active at `t_ms` whose kind `pick` accepts, with their indexes.
-    pub fn active<'a, T>(&'a self, t_ms: u64, pick: impl Fn(&FaultKind) -> Option<T> + 'a) -> impl Iterator<Item = (usize, T)> + 'a {
+    pub fn active<'a, T>(
+        &'a self,
+        t_ms: u64,
+        pick: impl Fn(&FaultKind) -> Option<T> + 'a,
+    ) -> impl Iterator<Item = (usize, T)> + 'a {
         let chaos = self.in_chaos(t_ms);
-        self.plan.faults.iter().enumerate().filter(move |(_, f)| chaos && f.active(t_ms)).filter_map(move |(i, f)| pick(&f.kind).map(|t| (i, t)))
+        self.plan
+            .faults
+            .iter()
+            .enumerate()
+            .filter(move |(_, f)| chaos && f.active(t_ms))
+            .filter_map(move |(i, f)| pick(&f.kind).map(|t| (i, t)))
     }
 
     /// The plan's faults.
@@ -103,18 +116,33 @@ impl Ctx {
 
     /// [`Ctx::fire`] at an explicit time (for the world itself, outside any host).
     pub fn fire_at(&self, index: usize, host: &str, at_us: u64) -> bool {
-        let first = self.fired.lock().unwrap_or_else(|p| p.into_inner()).insert(index);
+        let first = self
+            .fired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(index);
         if first {
-            self.history.record_at(at_us, host, None, Event::FaultFired { index });
+            self.history
+                .record_at(at_us, host, None, Event::FaultFired { index });
         }
         first
     }
 
     /// Records, once per (kind, task), that a workload feature took effect.
     pub fn exercised(&self, what: &str, host: &str, task: Option<String>) {
-        let first = self.exercised.lock().unwrap_or_else(|p| p.into_inner()).insert((what.to_owned(), task.clone()));
+        let first = self
+            .exercised
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((what.to_owned(), task.clone()));
         if first {
-            self.history.record(host, task, Event::Exercised { what: what.to_owned() });
+            self.history.record(
+                host,
+                task,
+                Event::Exercised {
+                    what: what.to_owned(),
+                },
+            );
         }
     }
 

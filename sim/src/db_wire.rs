@@ -49,7 +49,7 @@ pub enum StoreResponse {
     /// Rows.
     Rows(Result<Vec<TaskRow>, StoreError>),
     /// One row.
-    Row(Result<Option<TaskRow>, StoreError>),
+    Row(Result<Option<Box<TaskRow>>, StoreError>),
     /// Counts.
     Overview(Result<Overview, StoreError>),
 }
@@ -68,14 +68,28 @@ pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
     match req {
         StoreRequest::Insert(row) => StoreResponse::Unit(store.insert_task(*row).await),
         StoreRequest::Claim(kind, r) => StoreResponse::Claimed(store.claim(kind, r).await),
-        StoreRequest::ApplyPolls(w, now) => StoreResponse::Outcomes(store.apply_polls(w, now).await),
-        StoreRequest::FinishNotifications(w, now) => StoreResponse::Outcomes(store.finish_notifications(w, now).await),
-        StoreRequest::FinishCancels(w, now) => StoreResponse::Outcomes(store.finish_cancels(w, now).await),
-        StoreRequest::Release(kind, r, now) => StoreResponse::Outcomes(store.release(kind, r, now).await),
-        StoreRequest::RequestCancel(scope, target, now) => StoreResponse::Cancel(store.request_cancel(&scope, &target, now).await),
+        StoreRequest::ApplyPolls(w, now) => {
+            StoreResponse::Outcomes(store.apply_polls(w, now).await)
+        }
+        StoreRequest::FinishNotifications(w, now) => {
+            StoreResponse::Outcomes(store.finish_notifications(w, now).await)
+        }
+        StoreRequest::FinishCancels(w, now) => {
+            StoreResponse::Outcomes(store.finish_cancels(w, now).await)
+        }
+        StoreRequest::Release(kind, r, now) => {
+            StoreResponse::Outcomes(store.release(kind, r, now).await)
+        }
+        StoreRequest::RequestCancel(scope, target, now) => {
+            StoreResponse::Cancel(store.request_cancel(&scope, &target, now).await)
+        }
         StoreRequest::List(scope) => StoreResponse::Rows(store.list_tasks(&scope).await),
-        StoreRequest::Get(scope, id) => StoreResponse::Row(store.get_task(&scope, &id).await),
-        StoreRequest::AdminRows(after, limit) => StoreResponse::Rows(store.admin_rows(after, limit).await),
+        StoreRequest::Get(scope, id) => {
+            StoreResponse::Row(store.get_task(&scope, &id).await.map(|r| r.map(Box::new)))
+        }
+        StoreRequest::AdminRows(after, limit) => {
+            StoreResponse::Rows(store.admin_rows(after, limit).await)
+        }
         StoreRequest::Overview => StoreResponse::Overview(store.overview().await),
     }
 }

@@ -64,21 +64,40 @@ const FAMILIES: [Family; 16] = [
 ];
 
 /// Kinds of hostile content the swarm switches on or off per seed.
-const HOSTILE: [&str; 6] = ["oversized", "nul", "invalid_utf8", "forged", "secrets", "plain"];
+const HOSTILE: [&str; 6] = [
+    "oversized",
+    "nul",
+    "invalid_utf8",
+    "forged",
+    "secrets",
+    "plain",
+];
 
 /// The plan of `seed`.
 pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let workers = knobs.workers.unwrap_or_else(|| *[1, 2, 2, 3, 3, 3, 4].choose(&mut rng).unwrap_or(&3));
+    let workers = knobs
+        .workers
+        .unwrap_or_else(|| *[1, 1, 2, 2, 3, 3, 4].choose(&mut rng).unwrap_or(&3));
     let lanes = 2;
     let task_count = knobs.tasks.unwrap_or_else(|| rng.random_range(6..=14));
     let owners = rng.random_range(1..=3u32);
-    let families: Vec<Family> = FAMILIES.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
-    let hostile: Vec<&str> = HOSTILE.iter().copied().filter(|_| rng.random_bool(0.5)).collect();
+    let families: Vec<Family> = FAMILIES
+        .iter()
+        .copied()
+        .filter(|_| rng.random_bool(0.5))
+        .collect();
+    let hostile: Vec<&str> = HOSTILE
+        .iter()
+        .copied()
+        .filter(|_| rng.random_bool(0.5))
+        .collect();
     let last_ms = CHAOS_MS - QUIET_TAIL_MS;
 
     let mut tasks = Vec::new();
-    let burst_at = rng.random_bool(0.5).then(|| rng.random_range(0..last_ms / 3));
+    let burst_at = rng
+        .random_bool(0.5)
+        .then(|| rng.random_range(0..last_ms / 3));
     for n in 0..task_count {
         let owner = rng.random_range(0..owners);
         let thread = rng.random_range(0..2u32);
@@ -92,24 +111,29 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
             owner,
             thread,
             submit_at_ms,
-            hint_secs: rng.random_bool(0.3).then(|| f64::from(rng.random_range(1..10u32))),
+            hint_secs: rng
+                .random_bool(0.3)
+                .then(|| f64::from(rng.random_range(1..10u32))),
             steps: script(&mut rng, budget, &hostile),
             quirk: None,
         });
     }
     for kind in QUIRKS {
-        if rng.random_bool(0.2) {
+        if rng.random_bool(0.3) {
             let t = &mut tasks[rng.random_range(0..task_count as usize)];
             if t.quirk.is_none() {
                 let budget = last_ms - t.submit_at_ms;
-                t.quirk = Some(Quirk { after_ms: rng.random_range(0..budget.max(1) / 2), kind });
+                t.quirk = Some(Quirk {
+                    after_ms: rng.random_range(0..budget.max(1) / 2),
+                    kind,
+                });
             }
         }
     }
 
     let mut user = Vec::new();
-    if rng.random_bool(0.6) {
-        for _ in 0..rng.random_range(1..=3) {
+    if rng.random_bool(0.75) {
+        for _ in 0..rng.random_range(1..=4) {
             let t = &tasks[rng.random_range(0..tasks.len())];
             user.push(UserAction::Cancel {
                 task: t.n,
@@ -132,11 +156,19 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     }
     if rng.random_bool(0.3) {
         let t = &tasks[rng.random_range(0..tasks.len())];
-        user.push(UserAction::DeleteThread { owner: t.owner, thread: t.thread, at_ms: rng.random_range(t.submit_at_ms..last_ms) });
+        user.push(UserAction::DeleteThread {
+            owner: t.owner,
+            thread: t.thread,
+            at_ms: rng.random_range(t.submit_at_ms..last_ms),
+        });
     }
     for t in &tasks {
         if rng.random_bool(0.3) {
-            user.push(UserAction::List { owner: t.owner, thread: t.thread, at_ms: rng.random_range(t.submit_at_ms..last_ms) });
+            user.push(UserAction::List {
+                owner: t.owner,
+                thread: t.thread,
+                at_ms: rng.random_range(t.submit_at_ms..last_ms),
+            });
         }
     }
 
@@ -147,13 +179,26 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         }
     }
     faults.sort_by_key(|f| f.at_ms);
-    Plan { seed, workers, lanes, chaos_ms: CHAOS_MS, tasks, user, faults }
+    Plan {
+        seed,
+        workers,
+        lanes,
+        chaos_ms: CHAOS_MS,
+        tasks,
+        user,
+        faults,
+    }
 }
 
 /// Text for a scripted status. Only results may be oversized: an oversized input request is a
 /// protocol error, which makes the task terminal for the engine but not for the server — such
 /// breaches are planned as absorbing quirks instead.
-fn content(rng: &mut ChaCha8Rng, hostile: &[&str], plain: &str, may_be_oversized: bool) -> Option<Content> {
+fn content(
+    rng: &mut ChaCha8Rng,
+    hostile: &[&str],
+    plain: &str,
+    may_be_oversized: bool,
+) -> Option<Content> {
     if hostile.is_empty() || rng.random_bool(0.5) {
         return Some(Content::Plain(plain.to_owned()));
     }
@@ -176,9 +221,19 @@ fn script(rng: &mut ChaCha8Rng, budget_ms: u64, hostile: &[&str]) -> Vec<Step> {
         if at >= budget_ms {
             return steps;
         }
-        let status = if i % 2 == 0 { ScriptStatus::InputRequired } else { ScriptStatus::Working };
-        let text = (status == ScriptStatus::InputRequired).then(|| content(rng, hostile, "which branch?", false)).flatten();
-        steps.push(Step { after_ms: at, status, text });
+        let status = if i % 2 == 0 {
+            ScriptStatus::InputRequired
+        } else {
+            ScriptStatus::Working
+        };
+        let text = (status == ScriptStatus::InputRequired)
+            .then(|| content(rng, hostile, "which branch?", false))
+            .flatten();
+        steps.push(Step {
+            after_ms: at,
+            status,
+            text,
+        });
     }
     at += rng.random_range(2_000..40_000);
     if at < budget_ms {
@@ -191,7 +246,11 @@ fn script(rng: &mut ChaCha8Rng, budget_ms: u64, hostile: &[&str]) -> Vec<Step> {
         if let Some((status, plain)) = end {
             if steps.last().is_none_or(|s| s.status != status) {
                 let text = content(rng, hostile, plain, status == ScriptStatus::Completed);
-                steps.push(Step { after_ms: at, status, text });
+                steps.push(Step {
+                    after_ms: at,
+                    status,
+                    text,
+                });
             }
         }
     }
@@ -216,32 +275,103 @@ fn fault(rng: &mut ChaCha8Rng, family: Family, workers: u32, lanes: u32) -> Faul
     let at_ms = rng.random_range(2_000..CHAOS_MS - QUIET_TAIL_MS);
     let (for_ms, kind) = match family {
         Family::Crash => (span(rng, 3_000, 40_000), FaultKind::Crash { worker }),
-        Family::Pause => (LEASE_MS + span(rng, 500, 15_000), FaultKind::Pause { worker, lane: rng.random_range(0..lanes) }),
-        Family::Partition => (span(rng, 2_000, 30_000), FaultKind::Partition { worker, service }),
-        Family::Hold => (span(rng, 2_000, 20_000), FaultKind::Hold { worker, service }),
-        Family::LoseDb => (span(rng, 10_000, 60_000), FaultKind::LoseReplies { service: Service::Db, one_in: rng.random_range(2..=5) }),
-        Family::LoseOther => {
-            let service = if rng.random_bool(0.5) { Service::Gateway } else { Service::Mcp };
-            (span(rng, 10_000, 60_000), FaultKind::LoseReplies { service, one_in: rng.random_range(1..=4) })
+        Family::Pause => {
+            let length = if rng.random_bool(0.5) {
+                LEASE_MS + span(rng, 300, 6_000)
+            } else {
+                span(rng, 1_000, 8_000)
+            };
+            (
+                length,
+                FaultKind::Pause {
+                    worker,
+                    lane: rng.random_range(0..lanes),
+                },
+            )
         }
-        Family::Latency => (span(rng, 5_000, 30_000), FaultKind::Latency { max_ms: rng.random_range(50..1_500) }),
+        Family::Partition => (
+            span(rng, 2_000, 30_000),
+            FaultKind::Partition { worker, service },
+        ),
+        Family::Hold => (
+            span(rng, 2_000, 20_000),
+            FaultKind::Hold { worker, service },
+        ),
+        Family::LoseDb => (
+            span(rng, 10_000, 60_000),
+            FaultKind::LoseReplies {
+                service: Service::Db,
+                one_in: rng.random_range(2..=5),
+            },
+        ),
+        Family::LoseOther => {
+            let service = if rng.random_bool(0.5) {
+                Service::Gateway
+            } else {
+                Service::Mcp
+            };
+            (
+                span(rng, 10_000, 60_000),
+                FaultKind::LoseReplies {
+                    service,
+                    one_in: rng.random_range(1..=4),
+                },
+            )
+        }
+        Family::Latency => (
+            span(rng, 5_000, 30_000),
+            FaultKind::Latency {
+                max_ms: rng.random_range(50..1_500),
+            },
+        ),
         Family::Skew => {
             let magnitude = rng.random_range(300..3_000) as i64;
-            (span(rng, 20_000, 90_000), FaultKind::Skew { worker, skew_ms: if rng.random_bool(0.5) { magnitude } else { -magnitude } })
+            (
+                span(rng, 20_000, 90_000),
+                FaultKind::Skew {
+                    worker,
+                    skew_ms: if rng.random_bool(0.5) {
+                        magnitude
+                    } else {
+                        -magnitude
+                    },
+                },
+            )
         }
         Family::GatewayBusy => (span(rng, 5_000, 30_000), FaultKind::GatewayBusy),
-        Family::GatewayErrors => (span(rng, 5_000, 30_000), FaultKind::GatewayErrors { after_commit: rng.random_bool(0.5) }),
+        Family::GatewayErrors => (
+            span(rng, 5_000, 30_000),
+            FaultKind::GatewayErrors {
+                after_commit: rng.random_bool(0.5),
+            },
+        ),
         Family::LookupErrors => (span(rng, 5_000, 20_000), FaultKind::LookupErrors),
         Family::LostRuns => (span(rng, 5_000, 20_000), FaultKind::LostRuns),
-        Family::SlowRuns => (span(rng, 10_000, 40_000), FaultKind::SlowRuns { run_ms: rng.random_range(5_000..25_000) }),
+        Family::SlowRuns => (
+            span(rng, 10_000, 40_000),
+            FaultKind::SlowRuns {
+                run_ms: rng.random_range(5_000..25_000),
+            },
+        ),
         Family::BadRuns => {
-            let end = *[BadEnd::Error, BadEnd::Timeout, BadEnd::Interrupted].choose(rng).unwrap_or(&BadEnd::Error);
+            let end = *[BadEnd::Error, BadEnd::Timeout, BadEnd::Interrupted]
+                .choose(rng)
+                .unwrap_or(&BadEnd::Error);
             (span(rng, 10_000, 40_000), FaultKind::BadRuns { end })
         }
         Family::RemoteErrors => (span(rng, 10_000, 60_000), FaultKind::RemoteErrors),
-        Family::SlowRemote => (span(rng, 10_000, 40_000), FaultKind::SlowRemote { delay_ms: rng.random_range(1_000..4_000) }),
+        Family::SlowRemote => (
+            span(rng, 10_000, 40_000),
+            FaultKind::SlowRemote {
+                delay_ms: rng.random_range(1_000..4_000),
+            },
+        ),
     };
-    Fault { at_ms, for_ms, kind }
+    Fault {
+        at_ms,
+        for_ms,
+        kind,
+    }
 }
 
 #[cfg(test)]
@@ -256,12 +386,21 @@ mod tests {
             a.check().unwrap_or_else(|e| panic!("seed {seed}: {e}"));
             assert_eq!(Plan::from_json(&a.to_json()), Ok(a));
         }
-        assert_ne!(generate(1, &Knobs::default()), generate(2, &Knobs::default()));
+        assert_ne!(
+            generate(1, &Knobs::default()),
+            generate(2, &Knobs::default())
+        );
     }
 
     #[test]
     fn knobs_fix_workers_and_tasks() {
-        let p = generate(5, &Knobs { workers: Some(7), tasks: Some(31) });
+        let p = generate(
+            5,
+            &Knobs {
+                workers: Some(7),
+                tasks: Some(31),
+            },
+        );
         assert_eq!((p.workers, p.tasks.len()), (7, 31));
     }
 }

@@ -93,6 +93,11 @@ pub struct Grant {
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "payload", rename_all = "snake_case")]
 pub enum Event {
+    /// The plan of the run (always the first entry: a trace carries its own plan).
+    Plan {
+        /// The plan.
+        plan: Box<crate::plan::Plan>,
+    },
     /// A phase began (`chaos`, `heal`, `settled`).
     Phase {
         /// Name.
@@ -325,7 +330,9 @@ impl History {
 
     /// Records that `id` (a task id, remote id or key prefix) belongs to task number `n`.
     pub fn label(&self, id: &str, n: u32) {
-        self.inner().labels.insert(id.to_owned(), format!("task-{n}"));
+        self.inner()
+            .labels
+            .insert(id.to_owned(), format!("task-{n}"));
     }
 
     /// Gives `new_id` the label `known_id` has (a run id gets its key's task).
@@ -349,7 +356,12 @@ impl History {
 
     /// Appends an event seen at `at_us` (for the world itself, outside any host).
     pub fn record_at(&self, at_us: u64, host: &str, task: Option<String>, event: Event) {
-        self.inner().entries.push(Entry { at_us, host: host.to_owned(), task, event });
+        self.inner().entries.push(Entry {
+            at_us,
+            host: host.to_owned(),
+            task,
+            event,
+        });
     }
 
     /// Appends an event about the task that `id` names (task id, remote id or key).
@@ -376,7 +388,9 @@ impl History {
 
 /// The trace: one JSON line per entry.
 pub fn trace_lines(entries: &[Entry]) -> impl Iterator<Item = String> + '_ {
-    entries.iter().map(|e| serde_json::to_string(e).unwrap_or_default())
+    entries
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap_or_default())
 }
 
 /// sha256 (hex) of the trace lines, each followed by a newline.
@@ -391,7 +405,8 @@ pub fn history_hash(entries: &[Entry]) -> String {
 
 /// The task id inside an idempotency key `task:{id}:{version}:{attempt}`.
 pub fn key_task(key: &str) -> Option<&str> {
-    key.strip_prefix("task:").and_then(|rest| rest.split(':').next())
+    key.strip_prefix("task:")
+        .and_then(|rest| rest.split(':').next())
 }
 
 /// `(task id, version, attempt)` of an idempotency key.

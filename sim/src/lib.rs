@@ -9,17 +9,23 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-pub mod checker;
 pub mod campaign;
+pub mod checker;
 pub mod clients;
 pub mod coverage;
 pub mod ctx;
 pub mod db_wire;
+pub mod fixture;
 pub mod gateway_wire;
 pub mod generate;
 pub mod history;
 pub mod hosts;
 pub mod mcp_wire;
+pub mod pg_gateway;
 pub mod plan;
+pub mod report;
+pub mod shrink;
+pub mod summary;
+pub mod trace;
 pub mod wire;
 pub mod world;

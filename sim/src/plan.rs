@@ -322,7 +322,8 @@ impl Plan {
 
     /// Parses a plan file, naming the line, column and field of the first problem.
     pub fn from_json(text: &str) -> Result<Plan, String> {
-        let plan: Plan = serde_json::from_str(text).map_err(|e| format!("line {}, column {}: {e}", e.line(), e.column()))?;
+        let plan: Plan = serde_json::from_str(text)
+            .map_err(|e| format!("line {}, column {}: {e}", e.line(), e.column()))?;
         plan.check()?;
         Ok(plan)
     }
@@ -346,21 +347,32 @@ impl Plan {
         let mut seen = std::collections::BTreeSet::new();
         for (i, t) in self.tasks.iter().enumerate() {
             if !seen.insert(t.n) {
-                return Err(format!("field `tasks[{i}].n`: task number {} appears twice", t.n));
+                return Err(format!(
+                    "field `tasks[{i}].n`: task number {} appears twice",
+                    t.n
+                ));
             }
             if t.submit_at_ms >= self.chaos_ms {
-                return Err(format!("field `tasks[{i}].submit_at_ms`: must be before chaos_ms"));
+                return Err(format!(
+                    "field `tasks[{i}].submit_at_ms`: must be before chaos_ms"
+                ));
             }
             if t.hint_secs.is_some_and(|h| !h.is_finite() || h < 0.0) {
-                return Err(format!("field `tasks[{i}].hint_secs`: must be a non-negative number"));
+                return Err(format!(
+                    "field `tasks[{i}].hint_secs`: must be a non-negative number"
+                ));
             }
             for (j, s) in t.steps.iter().enumerate() {
                 let terminal = matches!(s.status, ScriptStatus::Completed | ScriptStatus::Failed);
                 if terminal && j + 1 != t.steps.len() {
-                    return Err(format!("field `tasks[{i}].steps[{j}]`: only the last step may be terminal"));
+                    return Err(format!(
+                        "field `tasks[{i}].steps[{j}]`: only the last step may be terminal"
+                    ));
                 }
                 if j > 0 && s.after_ms <= t.steps[j - 1].after_ms {
-                    return Err(format!("field `tasks[{i}].steps[{j}].after_ms`: steps must be in increasing order"));
+                    return Err(format!(
+                        "field `tasks[{i}].steps[{j}].after_ms`: steps must be in increasing order"
+                    ));
                 }
             }
         }
@@ -392,7 +404,9 @@ impl Plan {
                 }
             }
             if let FaultKind::LoseReplies { one_in: 0, .. } = f.kind {
-                return Err(format!("field `faults[{i}].kind.one_in`: must be at least 1"));
+                return Err(format!(
+                    "field `faults[{i}].kind.one_in`: must be at least 1"
+                ));
             }
         }
         Ok(())

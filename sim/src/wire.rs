@@ -51,12 +51,22 @@ async fn read_frame(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
 }
 
 /// Sends `req` to `host` and waits for its answer, all within `deadline`.
-pub async fn call<Req: Serialize, Resp: DeserializeOwned>(host: &str, req: &Req, deadline: Duration) -> Result<Resp, CallError> {
+pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
+    host: &str,
+    req: &Req,
+    deadline: Duration,
+) -> Result<Resp, CallError> {
     let body = serde_json::to_vec(req).map_err(|e| CallError::Decode(e.to_string()))?;
     let exchange = async {
-        let mut stream = TcpStream::connect((host, PORT)).await.map_err(|e| CallError::Connection(e.to_string()))?;
-        write_frame(&mut stream, &body).await.map_err(|e| CallError::Connection(e.to_string()))?;
-        let answer = read_frame(&mut stream).await.map_err(|e| CallError::Connection(e.to_string()))?;
+        let mut stream = TcpStream::connect((host, PORT))
+            .await
+            .map_err(|e| CallError::Connection(e.to_string()))?;
+        write_frame(&mut stream, &body)
+            .await
+            .map_err(|e| CallError::Connection(e.to_string()))?;
+        let answer = read_frame(&mut stream)
+            .await
+            .map_err(|e| CallError::Connection(e.to_string()))?;
         serde_json::from_slice(&answer).map_err(|e| CallError::Decode(e.to_string()))
     };
     match tokio::time::timeout(deadline, exchange).await {
@@ -86,8 +96,12 @@ where
         let (mut stream, _) = listener.accept().await?;
         let handle = handle.clone();
         tokio::task::spawn_local(async move {
-            let Ok(bytes) = read_frame(&mut stream).await else { return };
-            let Ok(req) = serde_json::from_slice::<Req>(&bytes) else { return };
+            let Ok(bytes) = read_frame(&mut stream).await else {
+                return;
+            };
+            let Ok(req) = serde_json::from_slice::<Req>(&bytes) else {
+                return;
+            };
             if let Reply::Send(answer) = handle(req).await {
                 if let Ok(body) = serde_json::to_vec(&answer) {
                     let _ = write_frame(&mut stream, &body).await;

@@ -26,7 +26,10 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { tick: Duration::from_millis(10), liveness: Duration::from_secs(600) }
+        RunOptions {
+            tick: Duration::from_millis(10),
+            liveness: Duration::from_secs(600),
+        }
     }
 }
 
@@ -90,7 +93,9 @@ pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
         let (c, m) = (ctx.clone(), mcp_state.clone());
         sim.host("mcp", move || mcp::host(c.clone(), m.clone()));
         let (c, b, g) = (ctx.clone(), backend.clone(), gw_state.clone());
-        sim.host("gateway", move || gateway::host(c.clone(), b.clone(), g.clone()));
+        sim.host("gateway", move || {
+            gateway::host(c.clone(), b.clone(), g.clone())
+        });
         let c = ctx.clone();
         sim.host("user", move || user::host(c.clone()));
         for w in 0..plan.workers {
@@ -99,7 +104,22 @@ pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
         }
     }
     let mut driver = Driver::new(plan);
-    ctx.history.record_at(0, "world", None, Event::Phase { name: "chaos".into() });
+    ctx.history.record_at(
+        0,
+        "world",
+        None,
+        Event::Plan {
+            plan: Box::new(plan.clone()),
+        },
+    );
+    ctx.history.record_at(
+        0,
+        "world",
+        None,
+        Event::Phase {
+            name: "chaos".into(),
+        },
+    );
     let mut healed = false;
     let mut next_check = plan.chaos_ms;
     let deadline = plan.chaos_ms + opts.liveness.as_millis() as u64;
@@ -110,13 +130,27 @@ pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
         driver.apply_until(t, &mut sim, &ctx);
         if !healed && t >= plan.chaos_ms {
             driver.heal(&mut sim, &ctx, t);
-            ctx.history.record_at(t * 1000, "world", None, Event::Phase { name: "heal".into() });
+            ctx.history.record_at(
+                t * 1000,
+                "world",
+                None,
+                Event::Phase {
+                    name: "heal".into(),
+                },
+            );
             healed = true;
         }
         if healed && t >= next_check {
             next_check = t + 2_000;
             if is_settled(&ctx, &backend, &mcp_state, &gw_state, t) {
-                ctx.history.record_at(t * 1000, "world", None, Event::Phase { name: "settled".into() });
+                ctx.history.record_at(
+                    t * 1000,
+                    "world",
+                    None,
+                    Event::Phase {
+                        name: "settled".into(),
+                    },
+                );
                 settled = true;
                 break;
             }
@@ -139,7 +173,13 @@ pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
     } else if !settled {
         verdict.add_liveness_failure(opts.liveness);
     }
-    RunOutcome { entries, hash, verdict, sim_elapsed, wall: wall.elapsed() }
+    RunOutcome {
+        entries,
+        hash,
+        verdict,
+        sim_elapsed,
+        wall: wall.elapsed(),
+    }
 }
 
 /// Message latency outside latency faults.
@@ -165,7 +205,13 @@ impl Driver {
     fn new(plan: &Plan) -> Self {
         let mut changes = Vec::new();
         for (i, f) in plan.faults.iter().enumerate() {
-            if matches!(f.kind, FaultKind::Crash { .. } | FaultKind::Partition { .. } | FaultKind::Hold { .. } | FaultKind::Latency { .. }) {
+            if matches!(
+                f.kind,
+                FaultKind::Crash { .. }
+                    | FaultKind::Partition { .. }
+                    | FaultKind::Hold { .. }
+                    | FaultKind::Latency { .. }
+            ) {
                 let start = f.at_ms.min(plan.chaos_ms);
                 let end = (f.at_ms + f.for_ms).min(plan.chaos_ms);
                 if start < end {
@@ -196,9 +242,26 @@ impl Driver {
         }
     }
 
-    fn change(&mut self, index: usize, start: bool, sim: &mut turmoil::Sim<'_>, ctx: &Ctx, at: u64) {
-        let delta = |n: &mut u32| if start { *n += 1 } else { *n = n.saturating_sub(1) };
-        let event = if start { Event::FaultStarted { index } } else { Event::FaultEnded { index } };
+    fn change(
+        &mut self,
+        index: usize,
+        start: bool,
+        sim: &mut turmoil::Sim<'_>,
+        ctx: &Ctx,
+        at: u64,
+    ) {
+        let delta = |n: &mut u32| {
+            if start {
+                *n += 1
+            } else {
+                *n = n.saturating_sub(1)
+            }
+        };
+        let event = if start {
+            Event::FaultStarted { index }
+        } else {
+            Event::FaultEnded { index }
+        };
         ctx.history.record_at(at * 1000, "world", None, event);
         if start {
             ctx.fire_at(index, "world", at * 1000);
@@ -228,7 +291,12 @@ impl Driver {
                 } else {
                     self.latency.remove(&index);
                 }
-                let max = self.latency.values().copied().max().map_or(BASE_LATENCY, Duration::from_millis);
+                let max = self
+                    .latency
+                    .values()
+                    .copied()
+                    .max()
+                    .map_or(BASE_LATENCY, Duration::from_millis);
                 sim.set_max_message_latency(max.max(BASE_LATENCY));
             }
             _ => {}
@@ -236,8 +304,17 @@ impl Driver {
     }
 
     fn sync_link(&mut self, worker: u32, service: Service, sim: &mut turmoil::Sim<'_>) {
-        let want = self.links.get(&(worker, service)).copied().unwrap_or_default().state();
-        let have = self.applied.get(&(worker, service)).copied().unwrap_or(LinkState::Healthy);
+        let want = self
+            .links
+            .get(&(worker, service))
+            .copied()
+            .unwrap_or_default()
+            .state();
+        let have = self
+            .applied
+            .get(&(worker, service))
+            .copied()
+            .unwrap_or(LinkState::Healthy);
         if want == have {
             return;
         }
@@ -264,7 +341,13 @@ impl Driver {
 
 /// Whether the run has settled: users are done, no run is active, and every stored task is
 /// quiet and agrees with the remote server (or is terminal, or its cancel was dead-lettered).
-fn is_settled(ctx: &Ctx, backend: &Backend, mcp: &Mutex<McpState>, gw: &Mutex<GatewayState>, t: u64) -> bool {
+fn is_settled(
+    ctx: &Ctx,
+    backend: &Backend,
+    mcp: &Mutex<McpState>,
+    gw: &Mutex<GatewayState>,
+    t: u64,
+) -> bool {
     if !ctx.user_done() || gw.lock().unwrap_or_else(|p| p.into_inner()).active_runs() > 0 {
         return false;
     }
@@ -278,12 +361,19 @@ fn is_settled(ctx: &Ctx, backend: &Backend, mcp: &Mutex<McpState>, gw: &Mutex<Ga
         if !row.is_quiet() {
             return false;
         }
-        if row.remote.status.is_terminal() || row.cancel.status == tasklatch_core::status::CancelStatus::DeadLetter {
+        if row.remote.status.is_terminal()
+            || row.cancel.status == tasklatch_core::status::CancelStatus::DeadLetter
+        {
             return true;
         }
-        let Some(task) = mcp.task(row.identity.handle.remote_task_id.expose()) else { return false };
-        let Some(plan) = ctx.plan.task(task.n) else { return false };
+        let Some(task) = mcp.task(row.identity.handle.remote_task_id.expose()) else {
+            return false;
+        };
+        let Some(plan) = ctx.plan.task(task.n) else {
+            return false;
+        };
         let remote = view_at(task, plan, t).status();
-        remote == Some(row.remote.status.as_str()) && row.remote.observed_at.is_some_and(|o| o >= heal_us)
+        remote == Some(row.remote.status.as_str())
+            && row.remote.observed_at.is_some_and(|o| o >= heal_us)
     })
 }

@@ -1,3 +1,6 @@
 //! One module per subcommand.
 
+pub mod bench;
+pub mod migrate;
 pub mod sim;
+pub mod stress;

@@ -20,7 +20,11 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
 }
 
 fn count_deliveries(f: &Facts<'_>, v: &mut Verdict) {
-    v.counts.delivered = f.runs.values().filter(|r| matches!(r.end, Some((_, RunStatus::Success)))).count() as u64;
+    v.counts.delivered = f
+        .runs
+        .values()
+        .filter(|r| matches!(r.end, Some((_, RunStatus::Success))))
+        .count() as u64;
     for e in f.entries {
         if let Event::StoreWrite { rows, .. } = &e.event {
             for r in rows {
@@ -40,14 +44,30 @@ fn count_deliveries(f: &Facts<'_>, v: &mut Verdict) {
 /// failed runs, failed launches and failed lookups. It can only over-count the engine's own
 /// failure count, so it excuses a budget dead letter only when one may really have happened.
 fn failure_evidence(f: &Facts<'_>, task_id: &str, version: u64) -> usize {
-    let runs: BTreeSet<&str> = f.runs.values().filter(|r| r.task_id == task_id && r.version == version).map(|r| r.run).collect();
-    let failed_runs = f.runs.values().filter(|r| runs.contains(r.run) && matches!(r.end, Some((_, s)) if s != RunStatus::Success)).count();
+    let runs: BTreeSet<&str> = f
+        .runs
+        .values()
+        .filter(|r| r.task_id == task_id && r.version == version)
+        .map(|r| r.run)
+        .collect();
+    let failed_runs = f
+        .runs
+        .values()
+        .filter(|r| {
+            runs.contains(r.run) && matches!(r.end, Some((_, s)) if s != RunStatus::Success)
+        })
+        .count();
     let port_failures = f
         .entries
         .iter()
         .filter(|e| match &e.event {
-            Event::PortLaunch { key, outcome, .. } => outcome == "failed" && parse_key(key).is_some_and(|(t, ver, _)| t == task_id && ver == version),
-            Event::PortLookup { run, outcome, .. } => (outcome == "error" || outcome == "missing") && runs.contains(run.as_str()),
+            Event::PortLaunch { key, outcome, .. } => {
+                outcome == "failed"
+                    && parse_key(key).is_some_and(|(t, ver, _)| t == task_id && ver == version)
+            }
+            Event::PortLookup { run, outcome, .. } => {
+                (outcome == "error" || outcome == "missing") && runs.contains(run.as_str())
+            }
             _ => false,
         })
         .count();
@@ -61,7 +81,10 @@ fn cancel_failure_evidence(f: &Facts<'_>, remote_id: &str) -> usize {
         .iter()
         .filter(|e| matches!(&e.event, Event::PortRemote { remote_id: r, op: RemoteOp::Cancel, answered: false, .. } if r == remote_id))
         .count();
-    let errors = f.served(remote_id, RemoteOp::Cancel).filter(|(_, a)| matches!(a, McpAnswer::Unavailable(_))).count();
+    let errors = f
+        .served(remote_id, RemoteOp::Cancel)
+        .filter(|(_, a)| matches!(a, McpAnswer::Unavailable(_)))
+        .count();
     unanswered + errors
 }
 
@@ -70,7 +93,9 @@ fn lost(f: &Facts<'_>, v: &mut Verdict) {
         if !f.inserted.contains(task_id) {
             continue;
         }
-        let Some((Some(expected), served_at)) = f.expected_event(n) else { continue };
+        let Some((Some(expected), served_at)) = f.expected_event(n) else {
+            continue;
+        };
         let want = notification_prompt(&expected);
         let delivered = f.delivered(task_id);
         if delivered.last().is_some_and(|r| r.prompt == want) {
@@ -87,13 +112,30 @@ fn lost(f: &Facts<'_>, v: &mut Verdict) {
             Event::PortLaunch { key, .. } => parse_key(key).filter(|k| k.0 == task_id).map(|k| k.1),
             _ => None,
         });
-        let last_version = f.launches.iter().filter(|l| l.task_id == task_id).map(|l| l.version).chain(port_versions).max();
-        if last_version.is_some_and(|ver| failure_evidence(f, task_id, ver) >= FAILURE_BUDGET as usize) {
+        let last_version = f
+            .launches
+            .iter()
+            .filter(|l| l.task_id == task_id)
+            .map(|l| l.version)
+            .chain(port_versions)
+            .max();
+        if last_version
+            .is_some_and(|ver| failure_evidence(f, task_id, ver) >= FAILURE_BUDGET as usize)
+        {
             continue;
         }
         v.counts.lost += 1;
-        let what = if delivered.is_empty() { "nothing was ever delivered" } else { "the last delivery carries an older state" };
-        v.push(Invariant::Lost, Some(format!("task-{n}")), Some(served_at), format!("final state `{}` never delivered ({what})", expected.status));
+        let what = if delivered.is_empty() {
+            "nothing was ever delivered"
+        } else {
+            "the last delivery carries an older state"
+        };
+        v.push(
+            Invariant::Lost,
+            Some(format!("task-{n}")),
+            Some(served_at),
+            format!("final state `{}` never delivered ({what})", expected.status),
+        );
     }
 }
 
@@ -101,14 +143,25 @@ fn duplicated(f: &Facts<'_>, v: &mut Verdict) {
     let mut by_version: BTreeMap<(&str, u64), Vec<usize>> = BTreeMap::new();
     for r in f.runs.values() {
         if matches!(r.end, Some((_, RunStatus::Success))) {
-            by_version.entry((r.task_id, r.version)).or_default().push(r.created);
+            by_version
+                .entry((r.task_id, r.version))
+                .or_default()
+                .push(r.created);
         }
     }
     for ((task_id, version), mut created) in by_version {
         if created.len() > 1 {
             created.sort();
             v.counts.duplicated += created.len() as u64 - 1;
-            v.push(Invariant::Duplicated, f.label(task_id), Some(created[1]), format!("version {version} delivered by {} successful runs", created.len()));
+            v.push(
+                Invariant::Duplicated,
+                f.label(task_id),
+                Some(created[1]),
+                format!(
+                    "version {version} delivered by {} successful runs",
+                    created.len()
+                ),
+            );
         }
     }
     let mut runs_of_key: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
@@ -129,9 +182,18 @@ fn duplicated(f: &Facts<'_>, v: &mut Verdict) {
     }
     for (key, runs) in runs_of_key {
         if runs.len() > 1 {
-            let task_id = parse_key(key).map_or("", |k| k.0);
+            let (task_id, version, attempt) = parse_key(key).unwrap_or(("", 0, 0));
             v.counts.duplicated += 1;
-            v.push(Invariant::Duplicated, f.label(task_id), first_entry.get(key).copied(), format!("key {key} yielded {} runs", runs.len()));
+            let detail = format!(
+                "one idempotency key (version {version}, attempt {attempt}) yielded {} runs",
+                runs.len()
+            );
+            v.push(
+                Invariant::Duplicated,
+                f.label(task_id),
+                first_entry.get(key).copied(),
+                detail,
+            );
         }
     }
 }
@@ -140,7 +202,11 @@ fn unexpected(f: &Facts<'_>, v: &mut Verdict) {
     let mut max_version: BTreeMap<&str, u64> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
         match &e.event {
-            Event::StoreInsert { task_id, outcome: Ok(ev), .. } => {
+            Event::StoreInsert {
+                task_id,
+                outcome: Ok(ev),
+                ..
+            } => {
                 let m = max_version.entry(task_id).or_default();
                 *m = (*m).max(*ev);
             }
@@ -155,7 +221,12 @@ fn unexpected(f: &Facts<'_>, v: &mut Verdict) {
             Event::LaunchServed { key, .. } => {
                 let Some((task_id, version, _)) = parse_key(key) else {
                     v.counts.unexpected += 1;
-                    v.push(Invariant::Unexpected, None, Some(i), format!("a run with a malformed key {key:?}"));
+                    v.push(
+                        Invariant::Unexpected,
+                        None,
+                        Some(i),
+                        format!("a run with a malformed key {key:?}"),
+                    );
                     continue;
                 };
                 let known = f.n_of.contains_key(task_id);
@@ -171,7 +242,8 @@ fn unexpected(f: &Facts<'_>, v: &mut Verdict) {
 }
 
 fn is_empty_event(prompt: &str) -> bool {
-    let plain_status = prompt.contains("\"status\":\"working\"") || prompt.contains("\"status\":\"submitted\"");
+    let plain_status =
+        prompt.contains("\"status\":\"working\"") || prompt.contains("\"status\":\"submitted\"");
     plain_status && prompt.contains("\"tracking_degraded\":false")
 }
 
@@ -179,22 +251,49 @@ fn noisy(f: &Facts<'_>, v: &mut Verdict) {
     for l in &f.launches {
         if is_empty_event(l.prompt) {
             v.counts.noisy += 1;
-            v.push(Invariant::Noisy, f.label(l.task_id), Some(l.entry), "a notification with an empty event");
+            v.push(
+                Invariant::Noisy,
+                f.label(l.task_id),
+                Some(l.entry),
+                "a notification with an empty event",
+            );
         }
         if l.attempt >= FAILURE_BUDGET {
-            v.push(Invariant::Noisy, f.label(l.task_id), Some(l.entry), format!("attempt {} of one version: more than {FAILURE_BUDGET} counted failures", l.attempt));
+            v.push(
+                Invariant::Noisy,
+                f.label(l.task_id),
+                Some(l.entry),
+                format!(
+                    "attempt {} of one version: more than {FAILURE_BUDGET} counted failures",
+                    l.attempt
+                ),
+            );
         }
         let failed_before = f
             .runs
             .values()
-            .filter(|r| r.task_id == l.task_id && r.version == l.version && matches!(r.end, Some((e, s)) if e < l.entry && s != RunStatus::Success))
+            .filter(|r| {
+                r.task_id == l.task_id
+                    && r.version == l.version
+                    && matches!(r.end, Some((e, s)) if e < l.entry && s != RunStatus::Success)
+            })
             .count();
         if failed_before >= FAILURE_BUDGET as usize {
-            v.push(Invariant::Noisy, f.label(l.task_id), Some(l.entry), format!("a launch of version {} after {failed_before} failed runs", l.version));
+            v.push(
+                Invariant::Noisy,
+                f.label(l.task_id),
+                Some(l.entry),
+                format!(
+                    "a launch of version {} after {failed_before} failed runs",
+                    l.version
+                ),
+            );
         }
     }
     for (&n, &task_id) in &f.task_ids {
-        let Some((remote_id, _)) = f.remote.get(&n) else { continue };
+        let Some((remote_id, _)) = f.remote.get(&n) else {
+            continue;
+        };
         let mut launched: Vec<(u64, &str, usize)> = Vec::new();
         for l in f.launches.iter().filter(|l| l.task_id == task_id) {
             if launched.last().is_none_or(|(v, _, _)| *v != l.version) {
@@ -210,7 +309,14 @@ fn noisy(f: &Facts<'_>, v: &mut Verdict) {
             let to = f.recorded_at(task_id, vb).unwrap_or(entry_b);
             if !changed_between(f, n, remote_id, pa, from, to) {
                 v.counts.noisy += 1;
-                v.push(Invariant::Noisy, Some(format!("task-{n}")), Some(entry_b), format!("versions {va} and {vb} carry the same event with no change in between"));
+                v.push(
+                    Invariant::Noisy,
+                    Some(format!("task-{n}")),
+                    Some(entry_b),
+                    format!(
+                        "versions {va} and {vb} carry the same event with no change in between"
+                    ),
+                );
             }
         }
     }
@@ -219,16 +325,33 @@ fn noisy(f: &Facts<'_>, v: &mut Verdict) {
 /// Whether the remote state seen between history entries `from` and `to` could have changed
 /// the event away from `prompt` and back: a served report calling for another event (or none),
 /// or enough failed polls for tracking to degrade.
-fn changed_between(f: &Facts<'_>, n: u32, remote_id: &str, prompt: &str, from: usize, to: usize) -> bool {
+fn changed_between(
+    f: &Facts<'_>,
+    n: u32,
+    remote_id: &str,
+    prompt: &str,
+    from: usize,
+    to: usize,
+) -> bool {
     let mut failures = 0;
     for e in &f.entries[from..to.min(f.entries.len())] {
         match &e.event {
-            Event::RemoteServed { remote_id: r, op: RemoteOp::Status | RemoteOp::Cancel, answer, .. } if r == remote_id => match f.event_of(n, answer) {
+            Event::RemoteServed {
+                remote_id: r,
+                op: RemoteOp::Status | RemoteOp::Cancel,
+                answer,
+                ..
+            } if r == remote_id => match f.event_of(n, answer) {
                 Some(Some(ev)) if notification_prompt(&ev) == prompt => {}
                 Some(_) => return true,
                 None => failures += 1,
             },
-            Event::PortRemote { remote_id: r, op: RemoteOp::Status, answered: false, .. } if r == remote_id => failures += 1,
+            Event::PortRemote {
+                remote_id: r,
+                op: RemoteOp::Status,
+                answered: false,
+                ..
+            } if r == remote_id => failures += 1,
             _ => {}
         }
     }
@@ -247,15 +370,31 @@ fn ordered(f: &Facts<'_>, v: &mut Verdict) {
         for pair in delivered.windows(2) {
             let (a, b) = (pair[0], pair[1]);
             if b.version <= a.version {
-                v.push(Invariant::Ordered, f.label(task_id), Some(b.created), format!("version {} delivered after version {}", b.version, a.version));
+                v.push(
+                    Invariant::Ordered,
+                    f.label(task_id),
+                    Some(b.created),
+                    format!(
+                        "version {} delivered after version {}",
+                        b.version, a.version
+                    ),
+                );
             }
         }
         let terminal = ["completed", "failed", "cancelled"];
-        if let Some(first_terminal) = delivered.iter().position(|r| status_in(r.prompt).is_some_and(|s| terminal.contains(&s))) {
+        if let Some(first_terminal) = delivered
+            .iter()
+            .position(|r| status_in(r.prompt).is_some_and(|s| terminal.contains(&s)))
+        {
             let status = status_in(delivered[first_terminal].prompt);
             for later in &delivered[first_terminal + 1..] {
                 if status_in(later.prompt) != status {
-                    v.push(Invariant::Ordered, f.label(task_id), Some(later.created), "a state delivered after the task's terminal state");
+                    v.push(
+                        Invariant::Ordered,
+                        f.label(task_id),
+                        Some(later.created),
+                        "a state delivered after the task's terminal state",
+                    );
                 }
             }
         }
@@ -270,7 +409,15 @@ fn frozen(f: &Facts<'_>, v: &mut Verdict) {
                 prompts.insert((l.task_id, l.version), l.prompt);
             }
             Some(p) if *p != l.prompt => {
-                v.push(Invariant::Ordered, f.label(l.task_id), Some(l.entry), format!("the frozen snapshot of version {} changed between launches", l.version));
+                v.push(
+                    Invariant::Ordered,
+                    f.label(l.task_id),
+                    Some(l.entry),
+                    format!(
+                        "the frozen snapshot of version {} changed between launches",
+                        l.version
+                    ),
+                );
             }
             Some(_) => {}
         }

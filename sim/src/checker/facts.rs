@@ -95,20 +95,54 @@ impl<'a> Facts<'a> {
                     f.task_ids.insert(*n, task_id);
                     f.n_of.insert(task_id, *n);
                 }
-                Event::RemoteCreated { n, remote_id, driver_data } => {
+                Event::RemoteCreated {
+                    n,
+                    remote_id,
+                    driver_data,
+                } => {
                     f.remote.insert(*n, (remote_id, driver_data));
                     f.n_of_remote.insert(remote_id, *n);
                     f.secrets.push(remote_id);
                     f.secrets.push(driver_data);
                 }
-                Event::StoreInsert { task_id, outcome: Ok(_), .. } => {
+                Event::StoreInsert {
+                    task_id,
+                    outcome: Ok(_),
+                    ..
+                } => {
                     f.inserted.insert(task_id);
                 }
-                Event::LaunchServed { key, prompt, answer, created_run, .. } => {
-                    let Some((task_id, version, attempt)) = parse_key(key) else { continue };
-                    f.launches.push(Launch { entry: i, task_id, version, attempt, key, prompt, answer });
+                Event::LaunchServed {
+                    key,
+                    prompt,
+                    answer,
+                    created_run,
+                    ..
+                } => {
+                    let Some((task_id, version, attempt)) = parse_key(key) else {
+                        continue;
+                    };
+                    f.launches.push(Launch {
+                        entry: i,
+                        task_id,
+                        version,
+                        attempt,
+                        key,
+                        prompt,
+                        answer,
+                    });
                     if let Some(run) = created_run {
-                        f.runs.insert(run, Run { run, task_id, version, created: i, prompt, end: None });
+                        f.runs.insert(
+                            run,
+                            Run {
+                                run,
+                                task_id,
+                                version,
+                                created: i,
+                                prompt,
+                                end: None,
+                            },
+                        );
                     }
                 }
                 Event::RunEnded { run, status, .. } => {
@@ -132,7 +166,10 @@ impl<'a> Facts<'a> {
 
     /// The remote handle of task `n`, as the remote server created it.
     pub fn handle(&self, n: u32) -> Option<RemoteHandle> {
-        self.remote.get(&n).map(|(r, d)| RemoteHandle { remote_task_id: Secret::new(*r), driver_data: Secret::new(*d) })
+        self.remote.get(&n).map(|(r, d)| RemoteHandle {
+            remote_task_id: Secret::new(*r),
+            driver_data: Secret::new(*d),
+        })
     }
 
     /// The identity the engine gave task `n` (what events are built from).
@@ -155,7 +192,9 @@ impl<'a> Facts<'a> {
         let handle = self.handle(n)?;
         let identity = self.identity(n)?;
         let observed = match answer {
-            McpAnswer::Report(w) | McpAnswer::Created { report: w, .. } => validate(&w.decode(), &handle).unwrap_or_else(ProtocolError::into_observed),
+            McpAnswer::Report(w) | McpAnswer::Created { report: w, .. } => {
+                validate(&w.decode(), &handle).unwrap_or_else(ProtocolError::into_observed)
+            }
             McpAnswer::Unknown => ProtocolError::UnknownTask.into_observed(),
             McpAnswer::Unavailable(_) | McpAnswer::Rejected(_) => return None,
         };
@@ -169,40 +208,74 @@ impl<'a> Facts<'a> {
     /// so this is the state a correct engine settles on.
     pub fn expected_event(&self, n: u32) -> Option<(Option<TaskEvent>, usize)> {
         let (remote_id, _) = self.remote.get(&n)?;
-        self.entries.iter().enumerate().rev().find_map(|(i, e)| match &e.event {
-            Event::RemoteServed { remote_id: r, answer, .. } if r == remote_id => self.event_of(n, answer).map(|ev| (ev, i)),
-            _ => None,
-        })
+        self.entries
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, e)| match &e.event {
+                Event::RemoteServed {
+                    remote_id: r,
+                    answer,
+                    ..
+                } if r == remote_id => self.event_of(n, answer).map(|ev| (ev, i)),
+                _ => None,
+            })
     }
 
     /// History index at which the store first reported `version` (or a later one) for a task.
     pub fn recorded_at(&self, task_id: &str, version: u64) -> Option<usize> {
         self.entries.iter().position(|e| match &e.event {
-            Event::StoreInsert { task_id: t, outcome: Ok(ev), .. } => t == task_id && *ev >= version,
-            Event::StoreWrite { rows, .. } => rows.iter().any(|r| r.task_id == task_id && r.outcome.as_ref().is_ok_and(|(ev, _, _)| *ev >= version)),
+            Event::StoreInsert {
+                task_id: t,
+                outcome: Ok(ev),
+                ..
+            } => t == task_id && *ev >= version,
+            Event::StoreWrite { rows, .. } => rows.iter().any(|r| {
+                r.task_id == task_id && r.outcome.as_ref().is_ok_and(|(ev, _, _)| *ev >= version)
+            }),
             _ => false,
         })
     }
 
     /// Successful runs of a task, in launch order.
     pub fn delivered(&self, task_id: &str) -> Vec<&Run<'a>> {
-        let mut runs: Vec<&Run<'a>> =
-            self.runs.values().filter(|r| r.task_id == task_id && matches!(r.end, Some((_, RunStatus::Success)))).collect();
+        let mut runs: Vec<&Run<'a>> = self
+            .runs
+            .values()
+            .filter(|r| r.task_id == task_id && matches!(r.end, Some((_, RunStatus::Success))))
+            .collect();
         runs.sort_by_key(|r| r.created);
         runs
     }
 
     /// Whether task `n`'s thread was deleted.
     pub fn thread_deleted(&self, n: u32) -> bool {
-        self.plan.task(n).is_some_and(|t| self.deleted_threads.contains(&(owner_name(t.owner).as_str(), thread_name(t.owner, t.thread).as_str())))
+        self.plan.task(n).is_some_and(|t| {
+            self.deleted_threads.contains(&(
+                owner_name(t.owner).as_str(),
+                thread_name(t.owner, t.thread).as_str(),
+            ))
+        })
     }
 
     /// Remote operations of a kind served for a remote id (history index, answer).
-    pub fn served(&self, remote_id: &str, op: RemoteOp) -> impl Iterator<Item = (usize, &'a McpAnswer)> + '_ {
+    pub fn served(
+        &self,
+        remote_id: &str,
+        op: RemoteOp,
+    ) -> impl Iterator<Item = (usize, &'a McpAnswer)> + '_ {
         let remote_id = remote_id.to_owned();
-        self.entries.iter().enumerate().filter_map(move |(i, e)| match &e.event {
-            Event::RemoteServed { remote_id: r, op: o, answer, .. } if *r == remote_id && *o == op => Some((i, answer)),
-            _ => None,
-        })
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, e)| match &e.event {
+                Event::RemoteServed {
+                    remote_id: r,
+                    op: o,
+                    answer,
+                    ..
+                } if *r == remote_id && *o == op => Some((i, answer)),
+                _ => None,
+            })
     }
 }

@@ -31,10 +31,32 @@ fn leases(f: &Facts<'_>, v: &mut Verdict) {
                 for r in rows.iter().filter(|r| r.outcome.is_ok()) {
                     let key = (r.task_id.as_str(), *lease);
                     if latest.get(&key).is_some_and(|t| *t > r.token) {
-                        v.push(Invariant::Fenced, f.label(&r.task_id), Some(i), format!("a {} write with superseded {} token {} took effect", r.action, lease.as_str(), r.token));
+                        v.push(
+                            Invariant::Fenced,
+                            f.label(&r.task_id),
+                            Some(i),
+                            format!(
+                                "a {} write with superseded {} token {} took effect",
+                                r.action,
+                                lease.as_str(),
+                                r.token
+                            ),
+                        );
                     }
-                    if expiry.get(&(key.0, key.1, r.token)).is_some_and(|exp| r.at_us >= *exp) {
-                        v.push(Invariant::Fenced, f.label(&r.task_id), Some(i), format!("a {} write from an expired {} lease took effect", r.action, lease.as_str()));
+                    if expiry
+                        .get(&(key.0, key.1, r.token))
+                        .is_some_and(|exp| r.at_us >= *exp)
+                    {
+                        v.push(
+                            Invariant::Fenced,
+                            f.label(&r.task_id),
+                            Some(i),
+                            format!(
+                                "a {} write from an expired {} lease took effect",
+                                r.action,
+                                lease.as_str()
+                            ),
+                        );
                     }
                 }
             }
@@ -47,12 +69,26 @@ fn poll_after_cancel(f: &Facts<'_>, v: &mut Verdict) {
     let mut cancelled: BTreeSet<String> = BTreeSet::new();
     for (i, e) in f.entries.iter().enumerate() {
         match &e.event {
-            Event::StoreCancel { outcome: CancelOutcome::Requested(id), .. } => {
+            Event::StoreCancel {
+                outcome: CancelOutcome::Requested(id),
+                ..
+            } => {
                 cancelled.insert(id.to_string());
             }
-            Event::StoreWrite { lease: LeaseKind::Poll, rows, .. } => {
-                for r in rows.iter().filter(|r| r.outcome.is_ok() && r.action == "apply_poll" && cancelled.contains(&r.task_id)) {
-                    v.push(Invariant::Fenced, f.label(&r.task_id), Some(i), "a poll result was applied after a cancel request");
+            Event::StoreWrite {
+                lease: LeaseKind::Poll,
+                rows,
+                ..
+            } => {
+                for r in rows.iter().filter(|r| {
+                    r.outcome.is_ok() && r.action == "apply_poll" && cancelled.contains(&r.task_id)
+                }) {
+                    v.push(
+                        Invariant::Fenced,
+                        f.label(&r.task_id),
+                        Some(i),
+                        "a poll result was applied after a cancel request",
+                    );
                 }
             }
             _ => {}
@@ -63,9 +99,19 @@ fn poll_after_cancel(f: &Facts<'_>, v: &mut Verdict) {
 fn concurrent_cancels(f: &Facts<'_>, v: &mut Verdict) {
     let mut calls: BTreeMap<&str, Vec<(u64, u64, usize)>> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
-        if let Event::PortRemote { lane, remote_id, op: RemoteOp::Cancel, started_us, .. } = &e.event {
+        if let Event::PortRemote {
+            lane,
+            remote_id,
+            op: RemoteOp::Cancel,
+            started_us,
+            ..
+        } = &e.event
+        {
             if lane.starts_with("worker-") {
-                calls.entry(remote_id.as_str()).or_default().push((*started_us, e.at_us, i));
+                calls
+                    .entry(remote_id.as_str())
+                    .or_default()
+                    .push((*started_us, e.at_us, i));
             }
         }
     }
@@ -75,7 +121,12 @@ fn concurrent_cancels(f: &Facts<'_>, v: &mut Verdict) {
             let ((_, end_a, _), (start_b, _, entry_b)) = (pair[0], pair[1]);
             if start_b < end_a {
                 let task = f.n_of_remote.get(remote_id).map(|n| format!("task-{n}"));
-                v.push(Invariant::Fenced, task, Some(entry_b), "two remote cancels of one task were in progress at once");
+                v.push(
+                    Invariant::Fenced,
+                    task,
+                    Some(entry_b),
+                    "two remote cancels of one task were in progress at once",
+                );
             }
         }
     }
@@ -87,7 +138,11 @@ fn after_busy_and_gone(f: &Facts<'_>, v: &mut Verdict) {
     let mut gone: BTreeSet<(&str, u64)> = BTreeSet::new();
     for (i, e) in f.entries.iter().enumerate() {
         match &e.event {
-            Event::StoreInsert { task_id, outcome: Ok(ev), .. } => {
+            Event::StoreInsert {
+                task_id,
+                outcome: Ok(ev),
+                ..
+            } => {
                 max_version.insert(task_id, *ev);
             }
             Event::StoreWrite { rows, .. } => {
@@ -107,14 +162,23 @@ fn after_busy_and_gone(f: &Facts<'_>, v: &mut Verdict) {
                 }
             }
             Event::LaunchServed { key, .. } => {
-                let Some((task_id, version, _)) = parse_key(key) else { continue };
+                let Some((task_id, version, _)) = parse_key(key) else {
+                    continue;
+                };
                 if let Some((min, since)) = floor.remove(task_id) {
                     if version < min {
                         v.push(Invariant::Fenced, f.label(task_id), Some(i), format!("after a 409 (entry {since}) the stale version {version} was launched although version {min} existed"));
                     }
                 }
                 if gone.contains(&(task_id, version)) {
-                    v.push(Invariant::Fenced, f.label(task_id), Some(i), format!("version {version} was launched again after its thread was gone (404)"));
+                    v.push(
+                        Invariant::Fenced,
+                        f.label(task_id),
+                        Some(i),
+                        format!(
+                            "version {version} was launched again after its thread was gone (404)"
+                        ),
+                    );
                 }
             }
             _ => {}

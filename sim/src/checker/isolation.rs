@@ -23,10 +23,20 @@ fn scope_of(f: &Facts<'_>, task_id: &str) -> Option<(String, String)> {
 
 fn listings(f: &Facts<'_>, v: &mut Verdict) {
     for (i, e) in f.entries.iter().enumerate() {
-        if let Event::Listed { owner, thread, answer: Ok(tasks) } = &e.event {
+        if let Event::Listed {
+            owner,
+            thread,
+            answer: Ok(tasks),
+        } = &e.event
+        {
             for t in tasks {
                 if scope_of(f, t.task_id.as_str()) != Some((owner.clone(), thread.clone())) {
-                    v.push(Invariant::Isolated, f.label(t.task_id.as_str()), Some(i), format!("{owner} listed a task outside {thread}"));
+                    v.push(
+                        Invariant::Isolated,
+                        f.label(t.task_id.as_str()),
+                        Some(i),
+                        format!("{owner} listed a task outside {thread}"),
+                    );
                 }
             }
         }
@@ -35,10 +45,20 @@ fn listings(f: &Facts<'_>, v: &mut Verdict) {
 
 fn foreign_cancels(f: &Facts<'_>, v: &mut Verdict) {
     for (i, e) in f.entries.iter().enumerate() {
-        if let Event::CancelAnswered { n, by, answer: Ok(outcome) } = &e.event {
+        if let Event::CancelAnswered {
+            n,
+            by,
+            answer: Ok(outcome),
+        } = &e.event
+        {
             let owner = f.plan.task(*n).map(|t| owner_name(t.owner));
             if owner.as_deref() != Some(by.as_str()) && *outcome != CancelOutcome::NotFound {
-                v.push(Invariant::Isolated, Some(format!("task-{n}")), Some(i), format!("{by} cancelled another owner's task: {outcome:?}"));
+                v.push(
+                    Invariant::Isolated,
+                    Some(format!("task-{n}")),
+                    Some(i),
+                    format!("{by} cancelled another owner's task: {outcome:?}"),
+                );
             }
         }
     }
@@ -46,28 +66,57 @@ fn foreign_cancels(f: &Facts<'_>, v: &mut Verdict) {
 
 fn remote_cancels(f: &Facts<'_>, v: &mut Verdict) {
     let mut requested: BTreeMap<String, usize> = BTreeMap::new();
-    let mut reached: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut reached: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
         match &e.event {
-            Event::StoreCancel { outcome: CancelOutcome::Requested(id), .. } => {
+            Event::StoreCancel {
+                outcome: CancelOutcome::Requested(id),
+                ..
+            } => {
                 requested.entry(id.to_string()).or_insert(i);
             }
-            Event::PortRemote { lane, remote_id, op: RemoteOp::Cancel, .. } if lane.starts_with("worker-") => {
-                let Some(n) = f.n_of_remote.get(remote_id.as_str()) else { continue };
-                let Some(task_id) = f.task_ids.get(n) else { continue };
+            Event::PortRemote {
+                lane,
+                remote_id,
+                op: RemoteOp::Cancel,
+                ..
+            } if lane.starts_with("worker-") => {
+                let Some(n) = f.n_of_remote.get(remote_id.as_str()) else {
+                    continue;
+                };
+                let Some(task_id) = f.task_ids.get(n) else {
+                    continue;
+                };
                 if !requested.contains_key(*task_id) {
-                    v.push(Invariant::Isolated, Some(format!("task-{n}")), Some(i), "a remote cancel nobody requested");
+                    v.push(
+                        Invariant::Isolated,
+                        Some(format!("task-{n}")),
+                        Some(i),
+                        "a remote cancel nobody requested",
+                    );
                 }
-                reached.entry(remote_id.as_str()).or_insert(i);
+                reached.entry(remote_id.as_str()).or_default().push(i);
             }
             _ => {}
         }
     }
     for (task_id, at) in requested {
-        let Some(n) = f.n_of.get(task_id.as_str()) else { continue };
-        let Some((remote_id, _)) = f.remote.get(n) else { continue };
-        if !reached.get(remote_id).is_some_and(|r| *r > at) {
-            v.push(Invariant::Live, Some(format!("task-{n}")), Some(at), "a requested cancel never reached the remote server");
+        let Some(n) = f.n_of.get(task_id.as_str()) else {
+            continue;
+        };
+        let Some((remote_id, _)) = f.remote.get(n) else {
+            continue;
+        };
+        if reached
+            .get(remote_id)
+            .is_none_or(|calls| calls.iter().all(|c| *c <= at))
+        {
+            v.push(
+                Invariant::Live,
+                Some(format!("task-{n}")),
+                Some(at),
+                "a requested cancel never reached the remote server",
+            );
         }
     }
 }
@@ -77,13 +126,20 @@ fn secrets(f: &Facts<'_>, v: &mut Verdict) {
     for (i, e) in f.entries.iter().enumerate() {
         let output = match &e.event {
             Event::LaunchServed { prompt, .. } => leaks(prompt),
-            Event::Listed { answer, .. } => leaks(&serde_json::to_string(answer).unwrap_or_default()),
+            Event::Listed { answer, .. } => {
+                leaks(&serde_json::to_string(answer).unwrap_or_default())
+            }
             Event::SubmitAnswered { answer, .. } => leaks(&format!("{answer:?}")),
             Event::CancelAnswered { answer, .. } => leaks(&format!("{answer:?}")),
             _ => false,
         };
         if output {
-            v.push(Invariant::Sealed, e.task.clone(), Some(i), "a secret reached a user-visible output");
+            v.push(
+                Invariant::Sealed,
+                e.task.clone(),
+                Some(i),
+                "a secret reached a user-visible output",
+            );
         }
     }
 }

@@ -134,13 +134,29 @@ impl Verdict {
         self.violations.first()
     }
 
-    pub(crate) fn push(&mut self, invariant: Invariant, task: Option<String>, entry: Option<usize>, detail: impl Into<String>) {
-        self.violations.push(Violation { invariant, task, entry, detail: detail.into() });
+    pub(crate) fn push(
+        &mut self,
+        invariant: Invariant,
+        task: Option<String>,
+        entry: Option<usize>,
+        detail: impl Into<String>,
+    ) {
+        self.violations.push(Violation {
+            invariant,
+            task,
+            entry,
+            detail: detail.into(),
+        });
     }
 
     /// Records that the run did not settle within the liveness bound.
     pub fn add_liveness_failure(&mut self, bound: Duration) {
-        self.push(Invariant::Live, None, None, format!("not settled {} s after the faults stopped", bound.as_secs()));
+        self.push(
+            Invariant::Live,
+            None,
+            None,
+            format!("not settled {} s after the faults stopped", bound.as_secs()),
+        );
     }
 
     /// Records that the simulation itself failed (a host crashed with an error).

@@ -88,14 +88,19 @@ type Row<'a> = (&'a str, u64, Option<u64>, Timestamp, &'static str);
 fn rows<'a>(writes: impl Iterator<Item = Row<'a>>, outcomes: &[WriteOutcome]) -> Vec<RowWrite> {
     writes
         .zip(outcomes)
-        .map(|((task_id, token, version, at, action), outcome)| RowWrite {
-            task_id: task_id.to_owned(),
-            token,
-            version,
-            at_us: at.as_micros(),
-            action: action.to_owned(),
-            outcome: outcome.as_ref().map(|w| (w.event_version, w.notified_version, w.notify_status)).map_err(|r| *r),
-        })
+        .map(
+            |((task_id, token, version, at, action), outcome)| RowWrite {
+                task_id: task_id.to_owned(),
+                token,
+                version,
+                at_us: at.as_micros(),
+                action: action.to_owned(),
+                outcome: outcome
+                    .as_ref()
+                    .map(|w| (w.event_version, w.notified_version, w.notify_status))
+                    .map_err(|r| *r),
+            },
+        )
         .collect()
 }
 
@@ -105,30 +110,121 @@ fn record(ctx: &Ctx, env: &Envelope<StoreRequest>, answer: &StoreResponse, dropp
     match (&env.body, answer) {
         (StoreRequest::Insert(row), StoreResponse::Unit(r)) => about(
             row.id().as_str(),
-            Event::StoreInsert { task_id: row.id().to_string(), outcome: r.clone().map(|()| row.outbox.event_version).map_err(|e| e.to_string()), dropped },
+            Event::StoreInsert {
+                task_id: row.id().to_string(),
+                outcome: r
+                    .clone()
+                    .map(|()| row.outbox.event_version)
+                    .map_err(|e| e.to_string()),
+                dropped,
+            },
         ),
-        (StoreRequest::Claim(kind, req), StoreResponse::Claimed(Ok(claimed))) if !claimed.is_empty() => {
+        (StoreRequest::Claim(kind, req), StoreResponse::Claimed(Ok(claimed)))
+            if !claimed.is_empty() =>
+        {
             let grants = claimed
                 .iter()
-                .map(|c| Grant { task_id: c.row.id().to_string(), token: c.lease.token.0, expires_us: c.lease.expires_at.as_micros() })
+                .map(|c| Grant {
+                    task_id: c.row.id().to_string(),
+                    token: c.lease.token.0,
+                    expires_us: c.lease.expires_at.as_micros(),
+                })
                 .collect();
-            h.record("db", None, Event::StoreClaim { lease: *kind, worker: req.worker.to_string(), grants, dropped });
+            h.record(
+                "db",
+                None,
+                Event::StoreClaim {
+                    lease: *kind,
+                    worker: req.worker.to_string(),
+                    grants,
+                    dropped,
+                },
+            );
         }
         (StoreRequest::ApplyPolls(w, _), StoreResponse::Outcomes(Ok(o))) => {
-            let rows = rows(w.iter().map(|w| (w.task_id.as_str(), w.lease.token.0, None, w.completed_at, "apply_poll")), o);
-            h.record("db", None, Event::StoreWrite { lease: LeaseKind::Poll, rows, dropped });
+            let rows = rows(
+                w.iter().map(|w| {
+                    (
+                        w.task_id.as_str(),
+                        w.lease.token.0,
+                        None,
+                        w.completed_at,
+                        "apply_poll",
+                    )
+                }),
+                o,
+            );
+            h.record(
+                "db",
+                None,
+                Event::StoreWrite {
+                    lease: LeaseKind::Poll,
+                    rows,
+                    dropped,
+                },
+            );
         }
         (StoreRequest::FinishNotifications(w, now), StoreResponse::Outcomes(Ok(o))) => {
-            let rows = rows(w.iter().map(|w| (w.task_id.as_str(), w.lease.token.0, Some(w.dispatch_version), *now, notify_action_name(&w.action))), o);
-            h.record("db", None, Event::StoreWrite { lease: LeaseKind::Notify, rows, dropped });
+            let rows = rows(
+                w.iter().map(|w| {
+                    (
+                        w.task_id.as_str(),
+                        w.lease.token.0,
+                        Some(w.dispatch_version),
+                        *now,
+                        notify_action_name(&w.action),
+                    )
+                }),
+                o,
+            );
+            h.record(
+                "db",
+                None,
+                Event::StoreWrite {
+                    lease: LeaseKind::Notify,
+                    rows,
+                    dropped,
+                },
+            );
         }
         (StoreRequest::FinishCancels(w, now), StoreResponse::Outcomes(Ok(o))) => {
-            let rows = rows(w.iter().map(|w| (w.task_id.as_str(), w.lease.token.0, None, *now, cancel_action_name(&w.action))), o);
-            h.record("db", None, Event::StoreWrite { lease: LeaseKind::Cancel, rows, dropped });
+            let rows = rows(
+                w.iter().map(|w| {
+                    (
+                        w.task_id.as_str(),
+                        w.lease.token.0,
+                        None,
+                        *now,
+                        cancel_action_name(&w.action),
+                    )
+                }),
+                o,
+            );
+            h.record(
+                "db",
+                None,
+                Event::StoreWrite {
+                    lease: LeaseKind::Cancel,
+                    rows,
+                    dropped,
+                },
+            );
         }
         (StoreRequest::Release(kind, r, now), StoreResponse::Outcomes(Ok(o))) => {
-            let rows = rows(r.iter().map(|r| (r.task_id.as_str(), r.lease.token.0, None, *now, "release")), o);
-            h.record("db", None, Event::StoreWrite { lease: *kind, rows, dropped });
+            let rows = rows(
+                r.iter()
+                    .map(|r| (r.task_id.as_str(), r.lease.token.0, None, *now, "release")),
+                o,
+            );
+            h.record(
+                "db",
+                None,
+                Event::StoreWrite {
+                    lease: *kind,
+                    rows,
+                    dropped,
+                },
+            );
         }
         (StoreRequest::RequestCancel(scope, _, _), StoreResponse::Cancel(Ok(outcome))) => {
             let id = match outcome {
@@ -137,18 +233,35 @@ fn record(ctx: &Ctx, env: &Envelope<StoreRequest>, answer: &StoreResponse, dropp
                 | tasklatch_core::store::CancelOutcome::AlreadyFinished(id) => Some(id.to_string()),
                 _ => None,
             };
-            let event = Event::StoreCancel { owner: scope.owner.to_string(), thread: scope.thread.to_string(), outcome: outcome.clone(), dropped };
+            let event = Event::StoreCancel {
+                owner: scope.owner.to_string(),
+                thread: scope.thread.to_string(),
+                outcome: outcome.clone(),
+                dropped,
+            };
             match id {
                 Some(id) => about(&id, event),
                 None => h.record("db", None, event),
             }
         }
         (
-            StoreRequest::Claim(..) | StoreRequest::ApplyPolls(..) | StoreRequest::FinishNotifications(..) | StoreRequest::FinishCancels(..) | StoreRequest::Release(..) | StoreRequest::RequestCancel(..),
+            StoreRequest::Claim(..)
+            | StoreRequest::ApplyPolls(..)
+            | StoreRequest::FinishNotifications(..)
+            | StoreRequest::FinishCancels(..)
+            | StoreRequest::Release(..)
+            | StoreRequest::RequestCancel(..),
             _,
         ) => {
             if let Some(error) = store_error(answer) {
-                h.record("db", None, Event::StoreError { op: format!("{:?}", std::mem::discriminant(&env.body)), error });
+                h.record(
+                    "db",
+                    None,
+                    Event::StoreError {
+                        op: format!("{:?}", std::mem::discriminant(&env.body)),
+                        error,
+                    },
+                );
             }
         }
         _ => {}
@@ -157,7 +270,9 @@ fn record(ctx: &Ctx, env: &Envelope<StoreRequest>, answer: &StoreResponse, dropp
 
 fn store_error(answer: &StoreResponse) -> Option<String> {
     match answer {
-        StoreResponse::Claimed(Err(e)) | StoreResponse::Outcomes(Err(e)) | StoreResponse::Cancel(Err(e)) => Some(e.to_string()),
+        StoreResponse::Claimed(Err(e))
+        | StoreResponse::Outcomes(Err(e))
+        | StoreResponse::Cancel(Err(e)) => Some(e.to_string()),
         _ => None,
     }
 }

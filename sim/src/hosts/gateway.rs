@@ -30,7 +30,13 @@ pub struct GatewayState {
 impl GatewayState {
     /// A gateway seeded from the plan.
     pub fn new(seed: u64) -> Self {
-        GatewayState { known: BTreeSet::new(), scheduled: BTreeSet::new(), lost: BTreeSet::new(), rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6761_7465), replies: AtomicU64::new(0) }
+        GatewayState {
+            known: BTreeSet::new(),
+            scheduled: BTreeSet::new(),
+            lost: BTreeSet::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6761_7465),
+            replies: AtomicU64::new(0),
+        }
     }
 
     /// Runs started and not yet ended.
@@ -44,7 +50,11 @@ fn now_ts() -> tasklatch_core::time::Timestamp {
 }
 
 /// The `gateway` host's software.
-pub async fn host(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState>>) -> turmoil::Result {
+pub async fn host(
+    ctx: Arc<Ctx>,
+    backend: Backend,
+    state: Arc<Mutex<GatewayState>>,
+) -> turmoil::Result {
     serve(move |req: GatewayRequest| {
         let ctx = ctx.clone();
         let backend = backend.clone();
@@ -54,16 +64,30 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState
     .await
 }
 
-async fn handle(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState>>, req: GatewayRequest) -> Reply<GatewayResponse> {
+async fn handle(
+    ctx: Arc<Ctx>,
+    backend: Backend,
+    state: Arc<Mutex<GatewayState>>,
+    req: GatewayRequest,
+) -> Reply<GatewayResponse> {
     let t = now_ms();
     match req {
         GatewayRequest::Launch(run) => launch(&ctx, &backend, &state, run, t).await,
         GatewayRequest::Lookup(run) => {
-            if let Some((index, ())) = ctx.active(t, |k| matches!(k, FaultKind::LookupErrors).then_some(())).next() {
+            if let Some((index, ())) = ctx
+                .active(t, |k| matches!(k, FaultKind::LookupErrors).then_some(()))
+                .next()
+            {
                 ctx.fire(index, "gateway");
-                return Reply::Send(GatewayResponse::Lookup(Err("gateway error 502 while reading the run".into())));
+                return Reply::Send(GatewayResponse::Lookup(Err(
+                    "gateway error 502 while reading the run".into(),
+                )));
             }
-            let lost = state.lock().unwrap_or_else(|p| p.into_inner()).lost.contains(&run);
+            let lost = state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .lost
+                .contains(&run);
             if lost {
                 return Reply::Send(GatewayResponse::Lookup(Ok(RunStatus::Missing)));
             }
@@ -75,13 +99,20 @@ async fn handle(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState>>
         }
         GatewayRequest::CreateThread(ref owner, ref thread) => {
             let (owner, thread) = (owner.to_string(), thread.to_string());
-            let answer = backend.ledger(LedgerCall::CreateThread(req, now_ts())).await;
+            let answer = backend
+                .ledger(LedgerCall::CreateThread(req, now_ts()))
+                .await;
             if matches!(answer, LedgerAnswer::Done(Ok(_))) {
-                ctx.history.record("gateway", None, Event::ThreadCreated { owner, thread });
+                ctx.history
+                    .record("gateway", None, Event::ThreadCreated { owner, thread });
             }
             Reply::Send(GatewayResponse::Done(done(answer)))
         }
-        GatewayRequest::DeleteThread(_) => Reply::Send(GatewayResponse::Done(done(backend.ledger(LedgerCall::DeleteThread(req, now_ts())).await))),
+        GatewayRequest::DeleteThread(_) => Reply::Send(GatewayResponse::Done(done(
+            backend
+                .ledger(LedgerCall::DeleteThread(req, now_ts()))
+                .await,
+        ))),
     }
 }
 
@@ -92,8 +123,16 @@ fn done(answer: LedgerAnswer) -> Result<(), String> {
     }
 }
 
-async fn launch(ctx: &Arc<Ctx>, backend: &Backend, state: &Arc<Mutex<GatewayState>>, req: RunRequest, t: u64) -> Reply<GatewayResponse> {
-    let busy = ctx.active(t, |k| matches!(k, FaultKind::GatewayBusy).then_some(())).next();
+async fn launch(
+    ctx: &Arc<Ctx>,
+    backend: &Backend,
+    state: &Arc<Mutex<GatewayState>>,
+    req: RunRequest,
+    t: u64,
+) -> Reply<GatewayResponse> {
+    let busy = ctx
+        .active(t, |k| matches!(k, FaultKind::GatewayBusy).then_some(()))
+        .next();
     let errors = ctx
         .active(t, |k| match k {
             FaultKind::GatewayErrors { after_commit } => Some(*after_commit),
@@ -106,9 +145,15 @@ async fn launch(ctx: &Arc<Ctx>, backend: &Backend, state: &Arc<Mutex<GatewayStat
         (LaunchAnswer::Busy, LaunchOutcome::Busy)
     } else if let Some((index, false)) = errors {
         ctx.fire(index, "gateway");
-        (LaunchAnswer::Error, LaunchOutcome::Failed("gateway error 503".into()))
+        (
+            LaunchAnswer::Error,
+            LaunchOutcome::Failed("gateway error 503".into()),
+        )
     } else {
-        let outcome = match backend.ledger(LedgerCall::Start(req.clone(), now_ts())).await {
+        let outcome = match backend
+            .ledger(LedgerCall::Start(req.clone(), now_ts()))
+            .await
+        {
             LedgerAnswer::Launch(Ok(o)) => o,
             LedgerAnswer::Launch(Err(e)) => LaunchOutcome::Failed(e.to_string()),
             _ => LaunchOutcome::Failed("ledger answered out of turn".into()),
@@ -121,10 +166,19 @@ async fn launch(ctx: &Arc<Ctx>, backend: &Backend, state: &Arc<Mutex<GatewayStat
                 };
                 if new {
                     ctx.history.alias(run.as_str(), &req.key);
-                    schedule_end(ctx.clone(), backend.clone(), state.clone(), run.clone(), req.key.clone(), t);
+                    schedule_end(
+                        ctx.clone(),
+                        backend.clone(),
+                        state.clone(),
+                        run.clone(),
+                        req.key.clone(),
+                        t,
+                    );
                     created_run = Some(run.to_string());
                 }
-                LaunchAnswer::Started { run: run.to_string() }
+                LaunchAnswer::Started {
+                    run: run.to_string(),
+                }
             }
             LaunchOutcome::Busy => {
                 ctx.exercised("launcher_409_busy_thread", "gateway", None);
@@ -139,7 +193,10 @@ async fn launch(ctx: &Arc<Ctx>, backend: &Backend, state: &Arc<Mutex<GatewayStat
         match (errors, &outcome) {
             (Some((index, true)), LaunchOutcome::Started(_)) => {
                 ctx.fire(index, "gateway");
-                (LaunchAnswer::Error, LaunchOutcome::Failed("gateway error 500 after accepting the run".into()))
+                (
+                    LaunchAnswer::Error,
+                    LaunchOutcome::Failed("gateway error 500 after accepting the run".into()),
+                )
             }
             _ => (answer, outcome),
         }
@@ -151,7 +208,15 @@ async fn launch(ctx: &Arc<Ctx>, backend: &Backend, state: &Arc<Mutex<GatewayStat
     ctx.history.record_about(
         "gateway",
         &req.key,
-        Event::LaunchServed { key: req.key.clone(), owner: req.owner.to_string(), thread: req.thread.to_string(), prompt: req.prompt.clone(), answer, created_run, dropped },
+        Event::LaunchServed {
+            key: req.key.clone(),
+            owner: req.owner.to_string(),
+            thread: req.thread.to_string(),
+            prompt: req.prompt.clone(),
+            answer,
+            created_run,
+            dropped,
+        },
     );
     if dropped {
         Reply::Drop
@@ -161,7 +226,14 @@ async fn launch(ctx: &Arc<Ctx>, backend: &Backend, state: &Arc<Mutex<GatewayStat
 }
 
 /// Ends a new run after its duration, as the plan's faults at its start say.
-fn schedule_end(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState>>, run: RunId, key: String, t: u64) {
+fn schedule_end(
+    ctx: Arc<Ctx>,
+    backend: Backend,
+    state: Arc<Mutex<GatewayState>>,
+    run: RunId,
+    key: String,
+    t: u64,
+) {
     let slow = ctx.active(t, |k| match k {
         FaultKind::SlowRuns { run_ms } => Some(*run_ms),
         _ => None,
@@ -172,18 +244,28 @@ fn schedule_end(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState>>
         _ => None,
     });
     let bad: Vec<_> = bad.collect();
-    let lost = ctx.active(t, |k| matches!(k, FaultKind::LostRuns).then_some(())).next();
+    let lost = ctx
+        .active(t, |k| matches!(k, FaultKind::LostRuns).then_some(()))
+        .next();
     let run_ms = match slow.first() {
         Some((index, ms)) => {
             ctx.fire(*index, "gateway");
             *ms
         }
-        None => state.lock().unwrap_or_else(|p| p.into_inner()).rng.random_range(500..3_000),
+        None => state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .rng
+            .random_range(500..3_000),
     };
     let end = match (lost, bad.first()) {
         (Some((index, ())), _) => {
             ctx.fire(index, "gateway");
-            state.lock().unwrap_or_else(|p| p.into_inner()).lost.insert(run.clone());
+            state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .lost
+                .insert(run.clone());
             RunStatus::Missing
         }
         (None, Some((index, end))) => {
@@ -198,9 +280,27 @@ fn schedule_end(ctx: Arc<Ctx>, backend: Backend, state: Arc<Mutex<GatewayState>>
     };
     tokio::task::spawn_local(async move {
         tokio::time::sleep(Duration::from_millis(run_ms)).await;
-        let ledger_end = if end == RunStatus::Missing { RunStatus::Interrupted } else { end };
-        let _ = backend.ledger(LedgerCall::Finish(run.clone(), ledger_end, now_ts())).await;
-        state.lock().unwrap_or_else(|p| p.into_inner()).scheduled.remove(&run);
-        ctx.history.record_about("gateway", &key, Event::RunEnded { run: run.to_string(), key: key.clone(), status: end });
+        let ledger_end = if end == RunStatus::Missing {
+            RunStatus::Interrupted
+        } else {
+            end
+        };
+        let _ = backend
+            .ledger(LedgerCall::Finish(run.clone(), ledger_end, now_ts()))
+            .await;
+        state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .scheduled
+            .remove(&run);
+        ctx.history.record_about(
+            "gateway",
+            &key,
+            Event::RunEnded {
+                run: run.to_string(),
+                key: key.clone(),
+                status: end,
+            },
+        );
     });
 }

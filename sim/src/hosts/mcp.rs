@@ -46,7 +46,11 @@ pub struct McpState {
 impl McpState {
     /// An empty server seeded from the plan.
     pub fn new(seed: u64) -> Self {
-        McpState { tasks: BTreeMap::new(), rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6d63_7073), replies: Default::default() }
+        McpState {
+            tasks: BTreeMap::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6d63_7073),
+            replies: Default::default(),
+        }
     }
 
     /// The task with this remote id.
@@ -57,7 +61,13 @@ impl McpState {
 
 /// The scripted status of `plan` `elapsed_ms` after submit (working before the first step).
 fn scripted(plan: &TaskPlan, elapsed_ms: u64) -> (ScriptStatus, Option<&Content>) {
-    plan.steps.iter().rev().find(|s| s.after_ms <= elapsed_ms).map_or((ScriptStatus::Working, None), |s| (s.status, s.text.as_ref()))
+    plan.steps
+        .iter()
+        .rev()
+        .find(|s| s.after_ms <= elapsed_ms)
+        .map_or((ScriptStatus::Working, None), |s| {
+            (s.status, s.text.as_ref())
+        })
 }
 
 /// The status the server reports, as seen at `t_ms`.
@@ -84,13 +94,17 @@ impl View<'_> {
     pub fn status(&self) -> Option<&'static str> {
         Some(match self {
             View::Scripted(ScriptStatus::Working, _) => "working",
-            View::Scripted(ScriptStatus::InputRequired, _) | View::Quirk(QuirkKind::OversizedInputRequest) => "input_required",
-            View::Scripted(ScriptStatus::Completed, _) | View::Quirk(QuirkKind::OversizedArtifact) => "completed",
+            View::Scripted(ScriptStatus::InputRequired, _)
+            | View::Quirk(QuirkKind::OversizedInputRequest) => "input_required",
+            View::Scripted(ScriptStatus::Completed, _)
+            | View::Quirk(QuirkKind::OversizedArtifact) => "completed",
             View::Scripted(ScriptStatus::Failed, _) => "failed",
             View::Cancelled => "cancelled",
             View::Quirk(QuirkKind::UnknownStatus) => "paused",
             View::Quirk(QuirkKind::UnknownTask) => return None,
-            View::Quirk(QuirkKind::NanHint | QuirkKind::WrongTaskId | QuirkKind::DuplicateHandle) => "working",
+            View::Quirk(
+                QuirkKind::NanHint | QuirkKind::WrongTaskId | QuirkKind::DuplicateHandle,
+            ) => "working",
         })
     }
 }
@@ -103,7 +117,11 @@ pub fn view_at<'a>(task: &RemoteTask, plan: &'a TaskPlan, t_ms: u64) -> View<'a>
         let quirk_ms = task.created_ms + q.after_ms;
         let before_quirk_terminal = View::Scripted(settled_at(quirk_ms).0, None).is_terminal();
         let cancelled_before = task.cancelled_ms.is_some_and(|c| c <= quirk_ms);
-        if t_ms >= quirk_ms && !before_quirk_terminal && !cancelled_before && q.kind != QuirkKind::DuplicateHandle {
+        if t_ms >= quirk_ms
+            && !before_quirk_terminal
+            && !cancelled_before
+            && q.kind != QuirkKind::DuplicateHandle
+        {
             return View::Quirk(q.kind);
         }
     }
@@ -129,13 +147,17 @@ pub fn render(content: &Content, t: &RemoteTask) -> WireText {
         Content::NulBytes(s) => WireText::Utf8(format!("{s}\0tail\0")),
         Content::InvalidUtf8(bytes) => WireText::Bytes(bytes.clone()),
         Content::ForgedTags => WireText::Utf8(FORGED.to_owned()),
-        Content::EchoSecrets => WireText::Utf8(format!("handle {} data {}", t.remote_id, t.driver_data)),
+        Content::EchoSecrets => {
+            WireText::Utf8(format!("handle {} data {}", t.remote_id, t.driver_data))
+        }
     }
 }
 
 /// The report the server sends for `view`.
 pub fn report(t: &RemoteTask, plan: &TaskPlan, view: View<'_>) -> McpAnswer {
-    let Some(status) = view.status() else { return McpAnswer::Unknown };
+    let Some(status) = view.status() else {
+        return McpAnswer::Unknown;
+    };
     let mut r = WireReport {
         task_id: t.remote_id.clone(),
         status: status.to_owned(),
@@ -150,16 +172,22 @@ pub fn report(t: &RemoteTask, plan: &TaskPlan, view: View<'_>) -> McpAnswer {
             let text = text.map(|c| render(c, t));
             match s {
                 ScriptStatus::Working => {}
-                ScriptStatus::InputRequired => r.input_request = text.or(Some(WireText::Utf8("please confirm".into()))),
+                ScriptStatus::InputRequired => {
+                    r.input_request = text.or(Some(WireText::Utf8("please confirm".into())))
+                }
                 ScriptStatus::Completed => r.result = text.or(Some(WireText::Utf8("ok".into()))),
-                ScriptStatus::Failed => r.error = text.or(Some(WireText::Utf8("remote failure".into()))),
+                ScriptStatus::Failed => {
+                    r.error = text.or(Some(WireText::Utf8("remote failure".into())))
+                }
             }
         }
         View::Cancelled => {}
         View::Quirk(q) => match q {
             QuirkKind::NanHint => r.hint = Some(WireHint::NotANumber),
             QuirkKind::WrongTaskId => r.task_id = format!("{}-other", t.remote_id),
-            QuirkKind::OversizedInputRequest => r.input_request = Some(WireText::Utf8("q".repeat(5_000))),
+            QuirkKind::OversizedInputRequest => {
+                r.input_request = Some(WireText::Utf8("q".repeat(5_000)))
+            }
             QuirkKind::OversizedArtifact => r.artifact = Some(WireText::Utf8("a".repeat(5_000))),
             QuirkKind::UnknownStatus | QuirkKind::UnknownTask | QuirkKind::DuplicateHandle => {}
         },
@@ -183,7 +211,9 @@ fn exercised_by(view: &View<'_>) -> Option<&'static str> {
             QuirkKind::NanHint => "hostile_nan_hint",
             QuirkKind::WrongTaskId => "hostile_wrong_task_id",
             QuirkKind::UnknownStatus => "hostile_unknown_status",
-            QuirkKind::OversizedInputRequest | QuirkKind::OversizedArtifact => "hostile_oversized_field",
+            QuirkKind::OversizedInputRequest | QuirkKind::OversizedArtifact => {
+                "hostile_oversized_field"
+            }
             QuirkKind::DuplicateHandle => "remote_duplicate_handle",
         }),
         _ => None,
@@ -219,14 +249,29 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
     let (remote_id, op, answer) = match req {
         McpRequest::Submit { owner, input } => {
-            let Some(plan) = input.strip_prefix("task-").and_then(|n| n.parse::<u32>().ok()).and_then(|n| ctx.plan.task(n)) else {
+            let Some(plan) = input
+                .strip_prefix("task-")
+                .and_then(|n| n.parse::<u32>().ok())
+                .and_then(|n| ctx.plan.task(n))
+            else {
                 return Reply::Send(McpAnswer::Rejected("unknown job".into()));
             };
-            let duplicate = plan.quirk.as_ref().is_some_and(|q| q.kind == QuirkKind::DuplicateHandle);
-            let earlier = st.tasks.values().find(|e| e.owner == owner && e.n != plan.n).cloned();
+            let duplicate = plan
+                .quirk
+                .as_ref()
+                .is_some_and(|q| q.kind == QuirkKind::DuplicateHandle);
+            let earlier = st
+                .tasks
+                .values()
+                .find(|e| e.owner == owner && e.n != plan.n)
+                .cloned();
             let task = match (duplicate, earlier) {
                 (true, Some(e)) => {
-                    ctx.exercised("remote_duplicate_handle", "mcp", Some(format!("task-{}", plan.n)));
+                    ctx.exercised(
+                        "remote_duplicate_handle",
+                        "mcp",
+                        Some(format!("task-{}", plan.n)),
+                    );
                     e
                 }
                 _ => {
@@ -246,20 +291,32 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
                     ctx.history.record(
                         "mcp",
                         Some(format!("task-{}", plan.n)),
-                        Event::RemoteCreated { n: plan.n, remote_id: t_new.remote_id.clone(), driver_data: t_new.driver_data.clone() },
+                        Event::RemoteCreated {
+                            n: plan.n,
+                            remote_id: t_new.remote_id.clone(),
+                            driver_data: t_new.driver_data.clone(),
+                        },
                     );
                     st.tasks.insert(t_new.remote_id.clone(), t_new.clone());
                     t_new
                 }
             };
-            let Some(task_plan) = ctx.plan.task(task.n) else { return Reply::Send(McpAnswer::Rejected("unknown job".into())) };
+            let Some(task_plan) = ctx.plan.task(task.n) else {
+                return Reply::Send(McpAnswer::Rejected("unknown job".into()));
+            };
             let answer = match report(&task, task_plan, view_at(&task, task_plan, t)) {
-                McpAnswer::Report(r) => McpAnswer::Created { remote_id: task.remote_id.clone(), driver_data: task.driver_data.clone(), report: r },
+                McpAnswer::Report(r) => McpAnswer::Created {
+                    remote_id: task.remote_id.clone(),
+                    driver_data: task.driver_data.clone(),
+                    report: r,
+                },
                 other => other,
             };
             (task.remote_id, RemoteOp::Submit, answer)
         }
-        McpRequest::Status { remote_id } | McpRequest::Cancel { remote_id } if !st.tasks.contains_key(&remote_id) => {
+        McpRequest::Status { remote_id } | McpRequest::Cancel { remote_id }
+            if !st.tasks.contains_key(&remote_id) =>
+        {
             return Reply::Send(McpAnswer::Unknown);
         }
         McpRequest::Status { remote_id } => {
@@ -273,7 +330,10 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
             let answer = match transient_error(ctx, t, &remote_id) {
                 Some(e) => e,
                 None => {
-                    if let (Some(task), Some(plan)) = (st.tasks.get(&remote_id), st.tasks.get(&remote_id).and_then(|x| ctx.plan.task(x.n))) {
+                    if let (Some(task), Some(plan)) = (
+                        st.tasks.get(&remote_id),
+                        st.tasks.get(&remote_id).and_then(|x| ctx.plan.task(x.n)),
+                    ) {
                         if !view_at(task, plan, t).is_terminal() {
                             if let Some(task) = st.tasks.get_mut(&remote_id) {
                                 task.cancelled_ms = Some(t);
@@ -288,7 +348,16 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
     };
     let dropped = crate::hosts::db::lose_reply_of(ctx, Service::Mcp, &st.replies, "mcp");
     drop(st);
-    ctx.history.record_about("mcp", &remote_id, Event::RemoteServed { remote_id: remote_id.clone(), op, answer: answer.clone(), dropped });
+    ctx.history.record_about(
+        "mcp",
+        &remote_id,
+        Event::RemoteServed {
+            remote_id: remote_id.clone(),
+            op,
+            answer: answer.clone(),
+            dropped,
+        },
+    );
     if dropped {
         Reply::Drop
     } else {
@@ -297,8 +366,12 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
 }
 
 fn served_view(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {
-    let Some(task) = st.tasks.get_mut(remote_id) else { return McpAnswer::Unknown };
-    let Some(plan) = ctx.plan.task(task.n) else { return McpAnswer::Unknown };
+    let Some(task) = st.tasks.get_mut(remote_id) else {
+        return McpAnswer::Unknown;
+    };
+    let Some(plan) = ctx.plan.task(task.n) else {
+        return McpAnswer::Unknown;
+    };
     let view = view_at(task, plan, t);
     let label = Some(format!("task-{}", task.n));
     if let Some(what) = exercised_by(&view) {
@@ -318,7 +391,11 @@ fn served_view(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnsw
 }
 
 fn transient_error(ctx: &Ctx, t: u64, remote_id: &str) -> Option<McpAnswer> {
-    let (index, ()) = ctx.active(t, |k| matches!(k, FaultKind::RemoteErrors).then_some(())).next()?;
+    let (index, ()) = ctx
+        .active(t, |k| matches!(k, FaultKind::RemoteErrors).then_some(()))
+        .next()?;
     ctx.fire(index, "mcp");
-    Some(McpAnswer::Unavailable(format!("503 service unavailable while reading {remote_id}")))
+    Some(McpAnswer::Unavailable(format!(
+        "503 service unavailable while reading {remote_id}"
+    )))
 }

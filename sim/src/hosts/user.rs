@@ -32,7 +32,10 @@ pub fn task_name(n: u32) -> String {
 }
 
 fn scope(o: u32, t: u32) -> Scope {
-    Scope { owner: owner_name(o).into(), thread: thread_name(o, t).into() }
+    Scope {
+        owner: owner_name(o).into(),
+        thread: thread_name(o, t).into(),
+    }
 }
 
 /// Ids handed out by a user's engine, recorded so the checker knows every task's id — even
@@ -48,8 +51,18 @@ impl IdSource for RecordingIds {
     fn task_id(&self) -> TaskId {
         let id = self.inner.task_id();
         self.ctx.history.label(id.as_str(), self.n);
-        self.ctx.history.record("user", Some(format!("task-{}", self.n)), Event::SubmitSent { n: self.n, task_id: id.to_string() });
-        self.assigned.lock().unwrap_or_else(|p| p.into_inner()).insert(self.n, id.clone());
+        self.ctx.history.record(
+            "user",
+            Some(format!("task-{}", self.n)),
+            Event::SubmitSent {
+                n: self.n,
+                task_id: id.to_string(),
+            },
+        );
+        self.assigned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(self.n, id.clone());
         id
     }
 }
@@ -61,13 +74,26 @@ enum Action {
 
 /// The `user` host's software.
 pub async fn host(ctx: Arc<Ctx>) -> turmoil::Result {
-    let caller = Caller { name: "user".into(), ctx: ctx.clone(), lane: None };
-    let launcher = RpcLauncher { caller: caller.clone() };
+    let caller = Caller {
+        name: "user".into(),
+        ctx: ctx.clone(),
+        lane: None,
+    };
+    let launcher = RpcLauncher {
+        caller: caller.clone(),
+    };
     let engine: Rc<UserEngine> = Rc::new(Engine::new(
-        RpcStore { caller: caller.clone() },
-        RpcDriver { caller: caller.clone() },
+        RpcStore {
+            caller: caller.clone(),
+        },
+        RpcDriver {
+            caller: caller.clone(),
+        },
         RpcLauncher { caller },
-        SimClock { ctx: ctx.clone(), worker: None },
+        SimClock {
+            ctx: ctx.clone(),
+            worker: None,
+        },
         WorkerId("user".into()),
         ctx.policy.clone(),
     ));
@@ -75,7 +101,11 @@ pub async fn host(ctx: Arc<Ctx>) -> turmoil::Result {
     threads.sort();
     threads.dedup();
     for (o, t) in threads {
-        admin(&launcher, GatewayRequest::CreateThread(owner_name(o).into(), thread_name(o, t).into())).await;
+        admin(
+            &launcher,
+            GatewayRequest::CreateThread(owner_name(o).into(), thread_name(o, t).into()),
+        )
+        .await;
     }
     let mut actions: Vec<(u64, usize, Action)> = Vec::new();
     for (i, t) in ctx.plan.tasks.iter().enumerate() {
@@ -91,7 +121,13 @@ pub async fn host(ctx: Arc<Ctx>) -> turmoil::Result {
         let wait = at.saturating_sub(now_ms());
         tokio::time::sleep(Duration::from_millis(wait)).await;
         let (ctx, engine, assigned) = (ctx.clone(), engine.clone(), assigned.clone());
-        let launcher = RpcLauncher { caller: Caller { name: "user".into(), ctx: ctx.clone(), lane: None } };
+        let launcher = RpcLauncher {
+            caller: Caller {
+                name: "user".into(),
+                ctx: ctx.clone(),
+                lane: None,
+            },
+        };
         running.push(tokio::task::spawn_local(async move {
             match action {
                 Action::Submit(t) => submit(&ctx, &engine, &assigned, t).await,
@@ -118,29 +154,96 @@ async fn admin(launcher: &RpcLauncher, req: GatewayRequest) {
     }
 }
 
-async fn submit(ctx: &Arc<Ctx>, engine: &UserEngine, assigned: &Arc<Mutex<BTreeMap<u32, TaskId>>>, t: TaskPlan) {
-    if ctx.plan.tasks.iter().any(|o| o.n != t.n && o.submit_at_ms == t.submit_at_ms) {
+async fn submit(
+    ctx: &Arc<Ctx>,
+    engine: &UserEngine,
+    assigned: &Arc<Mutex<BTreeMap<u32, TaskId>>>,
+    t: TaskPlan,
+) {
+    if ctx
+        .plan
+        .tasks
+        .iter()
+        .any(|o| o.n != t.n && o.submit_at_ms == t.submit_at_ms)
+    {
         ctx.exercised("submit_burst", "user", None);
     }
-    let ids = RecordingIds { n: t.n, ctx: ctx.clone(), inner: SeededIds::new(ctx.plan.seed ^ (u64::from(t.n) << 32)), assigned: assigned.clone() };
-    let cmd = SubmitCommand { scope: scope(t.owner, t.thread), server: "mcp".into(), name: task_name(t.n), input: format!("task-{}", t.n) };
-    let answer = engine.submit(&ids, cmd).await.map(|id| id.to_string()).map_err(|e| e.to_string());
-    ctx.history.record("user", Some(format!("task-{}", t.n)), Event::SubmitAnswered { n: t.n, answer });
+    let ids = RecordingIds {
+        n: t.n,
+        ctx: ctx.clone(),
+        inner: SeededIds::new(ctx.plan.seed ^ (u64::from(t.n) << 32)),
+        assigned: assigned.clone(),
+    };
+    let cmd = SubmitCommand {
+        scope: scope(t.owner, t.thread),
+        server: "mcp".into(),
+        name: task_name(t.n),
+        input: format!("task-{}", t.n),
+    };
+    let answer = engine
+        .submit(&ids, cmd)
+        .await
+        .map(|id| id.to_string())
+        .map_err(|e| e.to_string());
+    ctx.history.record(
+        "user",
+        Some(format!("task-{}", t.n)),
+        Event::SubmitAnswered { n: t.n, answer },
+    );
 }
 
-async fn cancel(ctx: &Arc<Ctx>, engine: &UserEngine, n: u32, scope: Scope, target: CancelTarget, session: u32) {
+async fn cancel(
+    ctx: &Arc<Ctx>,
+    engine: &UserEngine,
+    n: u32,
+    scope: Scope,
+    target: CancelTarget,
+    session: u32,
+) {
     let by = scope.owner.to_string();
     let label = Some(format!("task-{n}"));
-    ctx.history.record("user", label.clone(), Event::CancelSent { n, by: by.clone(), session });
-    let answer = engine.cancel(&scope, &target).await.map_err(|e| e.to_string());
-    ctx.history.record("user", label, Event::CancelAnswered { n, by, answer });
+    ctx.history.record(
+        "user",
+        label.clone(),
+        Event::CancelSent {
+            n,
+            by: by.clone(),
+            session,
+        },
+    );
+    let answer = engine
+        .cancel(&scope, &target)
+        .await
+        .map_err(|e| e.to_string());
+    ctx.history
+        .record("user", label, Event::CancelAnswered { n, by, answer });
 }
 
-async fn act(ctx: &Arc<Ctx>, engine: &Rc<UserEngine>, launcher: &RpcLauncher, assigned: &Arc<Mutex<BTreeMap<u32, TaskId>>>, a: UserAction) {
-    let id_of = |n: u32| assigned.lock().unwrap_or_else(|p| p.into_inner()).get(&n).cloned();
+async fn act(
+    ctx: &Arc<Ctx>,
+    engine: &Rc<UserEngine>,
+    launcher: &RpcLauncher,
+    assigned: &Arc<Mutex<BTreeMap<u32, TaskId>>>,
+    a: UserAction,
+) {
+    let id_of = |n: u32| {
+        assigned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&n)
+            .cloned()
+    };
     match a {
-        UserAction::Cancel { task, repeats, concurrent, by_name, .. } => {
-            let Some(plan) = ctx.plan.task(task) else { return };
+        UserAction::Cancel {
+            task,
+            repeats,
+            concurrent,
+            by_name,
+            ..
+        } => {
+            let Some(plan) = ctx.plan.task(task) else {
+                return;
+            };
             let target = if by_name {
                 CancelTarget::Name(task_name(task))
             } else {
@@ -153,8 +256,11 @@ async fn act(ctx: &Arc<Ctx>, engine: &Rc<UserEngine>, launcher: &RpcLauncher, as
             if concurrent {
                 ctx.exercised("cancel_concurrent", "user", Some(format!("task-{task}")));
                 let other = {
-                    let (ctx, engine, s, target) = (ctx.clone(), engine.clone(), s.clone(), target.clone());
-                    tokio::task::spawn_local(async move { cancel(&ctx, &engine, task, s, target, 1).await })
+                    let (ctx, engine, s, target) =
+                        (ctx.clone(), engine.clone(), s.clone(), target.clone());
+                    tokio::task::spawn_local(async move {
+                        cancel(&ctx, &engine, task, s, target, 1).await
+                    })
                 };
                 cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
                 let _ = other.await;
@@ -173,16 +279,46 @@ async fn act(ctx: &Arc<Ctx>, engine: &Rc<UserEngine>, launcher: &RpcLauncher, as
         UserAction::ForeignCancel { task, by_owner, .. } => {
             let Some(id) = id_of(task) else { return };
             ctx.exercised("cancel_foreign", "user", Some(format!("task-{task}")));
-            cancel(ctx, engine, task, scope(by_owner, 0), CancelTarget::Id(id), 0).await;
+            cancel(
+                ctx,
+                engine,
+                task,
+                scope(by_owner, 0),
+                CancelTarget::Id(id),
+                0,
+            )
+            .await;
         }
         UserAction::DeleteThread { owner, thread, .. } => {
             ctx.exercised("thread_deleted", "user", None);
-            admin(launcher, GatewayRequest::DeleteThread(thread_name(owner, thread).into())).await;
-            ctx.history.record("user", None, Event::ThreadDeleted { owner: owner_name(owner), thread: thread_name(owner, thread) });
+            admin(
+                launcher,
+                GatewayRequest::DeleteThread(thread_name(owner, thread).into()),
+            )
+            .await;
+            ctx.history.record(
+                "user",
+                None,
+                Event::ThreadDeleted {
+                    owner: owner_name(owner),
+                    thread: thread_name(owner, thread),
+                },
+            );
         }
         UserAction::List { owner, thread, .. } => {
-            let answer = engine.list(&scope(owner, thread)).await.map_err(|e| e.to_string());
-            ctx.history.record("user", None, Event::Listed { owner: owner_name(owner), thread: thread_name(owner, thread), answer });
+            let answer = engine
+                .list(&scope(owner, thread))
+                .await
+                .map_err(|e| e.to_string());
+            ctx.history.record(
+                "user",
+                None,
+                Event::Listed {
+                    owner: owner_name(owner),
+                    thread: thread_name(owner, thread),
+                    answer,
+                },
+            );
         }
     }
 }

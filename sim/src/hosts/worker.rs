@@ -13,8 +13,11 @@ use tasklatch_core::ids::WorkerId;
 
 /// The software of worker `worker`: its lanes, built afresh at every (re)start.
 pub async fn host(ctx: Arc<Ctx>, worker: u32) -> turmoil::Result {
-    ctx.history.record(&format!("worker-{worker}"), None, Event::HostStarted);
-    let lanes: Vec<_> = (0..ctx.plan.lanes).map(|lane| tokio::task::spawn_local(lane_loop(ctx.clone(), worker, lane))).collect();
+    ctx.history
+        .record(&format!("worker-{worker}"), None, Event::HostStarted);
+    let lanes: Vec<_> = (0..ctx.plan.lanes)
+        .map(|lane| tokio::task::spawn_local(lane_loop(ctx.clone(), worker, lane)))
+        .collect();
     for lane in lanes {
         let _ = lane.await;
     }
@@ -22,12 +25,23 @@ pub async fn host(ctx: Arc<Ctx>, worker: u32) -> turmoil::Result {
 }
 
 async fn lane_loop(ctx: Arc<Ctx>, worker: u32, lane: u32) {
-    let caller = Caller { name: format!("worker-{worker}/{lane}"), ctx: ctx.clone(), lane: Some((worker, lane)) };
+    let caller = Caller {
+        name: format!("worker-{worker}/{lane}"),
+        ctx: ctx.clone(),
+        lane: Some((worker, lane)),
+    };
     let engine = Engine::new(
-        RpcStore { caller: caller.clone() },
-        RpcDriver { caller: caller.clone() },
+        RpcStore {
+            caller: caller.clone(),
+        },
+        RpcDriver {
+            caller: caller.clone(),
+        },
         RpcLauncher { caller },
-        SimClock { ctx: ctx.clone(), worker: Some(worker) },
+        SimClock {
+            ctx: ctx.clone(),
+            worker: Some(worker),
+        },
         WorkerId(format!("worker-{worker}")),
         ctx.policy.clone(),
     );

@@ -1,0 +1,84 @@
+//! Every regression fixture passes on the current engine; built with the mutations feature,
+//! every mutant's fixture still catches its mutant with the same invariant.
+
+use std::path::PathBuf;
+use tasklatch_sim::backend::Backend;
+use tasklatch_sim::campaign::run_plan;
+use tasklatch_sim::ctx::sim_policy;
+use tasklatch_sim::fixture::Fixture;
+use tasklatch_sim::world::RunOptions;
+
+fn fixtures() -> Vec<(PathBuf, Fixture)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/regressions");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        !files.is_empty(),
+        "no regression fixtures in {}",
+        dir.display()
+    );
+    files
+        .into_iter()
+        .map(|p| {
+            let f = Fixture::read(&p).unwrap_or_else(|e| panic!("{e}"));
+            (p, f)
+        })
+        .collect()
+}
+
+#[test]
+fn every_fixture_passes_on_the_current_engine() {
+    for (path, f) in fixtures() {
+        let out = run_plan(
+            &f.plan,
+            Backend::memory(sim_policy()),
+            &RunOptions::default(),
+            None,
+        );
+        assert!(
+            out.verdict.passed(),
+            "{}: {:?}",
+            path.display(),
+            out.verdict.first()
+        );
+    }
+}
+
+#[cfg(feature = "mutations")]
+#[test]
+fn every_mutant_fixture_still_catches_its_mutant() {
+    use tasklatch_core::mutation::Mutant;
+    let mut caught = std::collections::BTreeSet::new();
+    for (path, f) in fixtures() {
+        let Some(name) = &f.mutant else { continue };
+        let mutant: Mutant = name
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let out = run_plan(
+            &f.plan,
+            Backend::memory(sim_policy()),
+            &RunOptions::default(),
+            Some(mutant),
+        );
+        let first = out
+            .verdict
+            .first()
+            .unwrap_or_else(|| panic!("{}: mutant {name} survived its fixture", path.display()));
+        assert_eq!(
+            Some(first.invariant.to_string()),
+            f.invariant,
+            "{}: {first}",
+            path.display()
+        );
+        caught.insert(mutant);
+    }
+    assert_eq!(
+        caught.len(),
+        Mutant::ALL.len(),
+        "every planted mutant needs a fixture"
+    );
+}
