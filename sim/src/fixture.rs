@@ -25,14 +25,8 @@ impl Fixture {
     pub fn read(path: &Path) -> Result<Fixture, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let f: Fixture = serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "{}: line {}, column {}: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            )
-        })?;
+        let f: Fixture =
+            crate::json_input::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         f.plan
             .check()
             .map_err(|e| format!("{}: plan: {e}", path.display()))?;

@@ -20,6 +20,7 @@ pub mod gateway_wire;
 pub mod generate;
 pub mod history;
 pub mod hosts;
+pub mod json_input;
 pub mod mcp_wire;
 pub mod pg_gateway;
 pub mod plan;

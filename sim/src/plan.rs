@@ -322,8 +322,7 @@ impl Plan {
 
     /// Parses a plan file, naming the line, column and field of the first problem.
     pub fn from_json(text: &str) -> Result<Plan, String> {
-        let plan: Plan = serde_json::from_str(text)
-            .map_err(|e| format!("line {}, column {}: {e}", e.line(), e.column()))?;
+        let plan: Plan = crate::json_input::parse(text)?;
         plan.check()?;
         Ok(plan)
     }

@@ -41,8 +41,9 @@ pub fn parse(text: &str) -> Result<Trace, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let entry: Entry =
-            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let entry: Entry = crate::json_input::parse(line)
+            // Each line is parsed on its own, so the parser's line is always 1: say the file's.
+            .map_err(|e| format!("line {}, {}", i + 1, e.trim_start_matches("line 1, ")))?;
         entries.push(entry);
     }
     let plan = match entries.first().map(|e| &e.event) {
@@ -68,12 +69,12 @@ mod tests {
     #[test]
     fn malformed_lines_name_the_line_and_the_field() {
         let err = parse("{\"at_us\":0}\n").err().unwrap_or_default();
-        assert!(err.starts_with("line 1:") && err.contains("host"), "{err}");
+        assert!(err.starts_with("line 1, column") && err.contains("host"), "{err}");
         let err = parse("{\"at_us\":0,\"host\":\"world\",\"task\":null,\"kind\":\"phase\",\"payload\":{\"name\":\"x\"}}\n").err().unwrap_or_default();
         assert!(err.contains("first line must be the `plan`"), "{err}");
         let err = parse("").err().unwrap_or_default();
         assert!(err.contains("empty"), "{err}");
         let err = parse("not json\n").err().unwrap_or_default();
-        assert!(err.starts_with("line 1:"), "{err}");
+        assert!(err.starts_with("line 1, column"), "{err}");
     }
 }

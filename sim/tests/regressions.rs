@@ -1,5 +1,7 @@
 //! Every regression fixture passes on the current engine; built with the mutations feature,
-//! every mutant's fixture still catches its mutant with the same invariant.
+//! every mutant's fixture still catches its mutant with the same invariant, and the fixtures of
+//! the mutants that live in SQL (lease guards, ledger uniqueness) catch them with Postgres in the
+//! loop too.
 
 use std::path::PathBuf;
 use tasklatch_sim::backend::Backend;
@@ -81,4 +83,39 @@ fn every_mutant_fixture_still_catches_its_mutant() {
         Mutant::ALL.len(),
         "every planted mutant needs a fixture"
     );
+}
+
+#[cfg(feature = "mutations")]
+#[test]
+fn every_sql_mutant_fixture_catches_its_mutant_on_postgres() {
+    use tasklatch_core::mutation::Mutant;
+    let mut caught = std::collections::BTreeSet::new();
+    for (path, f) in fixtures() {
+        let Some(name) = &f.mutant else { continue };
+        let mutant: Mutant = name
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if !mutant.lives_in_sql() {
+            continue;
+        }
+        let backend = Backend::postgres(sim_policy(), Some(mutant))
+            .unwrap_or_else(|e| panic!("Postgres for the simulation: {e}"));
+        let out = run_plan(&f.plan, backend, &RunOptions::default(), Some(mutant));
+        let first = out.verdict.first().unwrap_or_else(|| {
+            panic!(
+                "{}: mutant {name} survived its fixture on Postgres",
+                path.display()
+            )
+        });
+        assert_eq!(
+            Some(first.invariant.to_string()),
+            f.invariant,
+            "{}: {first}",
+            path.display()
+        );
+        caught.insert(mutant);
+    }
+    let in_sql = Mutant::ALL.iter().filter(|m| m.lives_in_sql()).count();
+    assert!(in_sql >= 4, "expected the SQL guard and ledger mutants");
+    assert_eq!(caught.len(), in_sql, "every SQL mutant needs a fixture");
 }

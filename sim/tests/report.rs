@@ -471,26 +471,3 @@ fn the_markup_check_rejects_broken_markup() {
         "two roots accepted"
     );
 }
-
-/// Writes an example report of a real run (`REPORT_EXAMPLE` or `/tmp/report-example.html`).
-#[test]
-#[ignore = "writes a file; run on demand"]
-fn write_example_report() {
-    let (plan, out) = simulate(
-        7,
-        &Knobs {
-            workers: Some(4),
-            tasks: Some(50),
-        },
-    );
-    let html = render(&plan, &out.entries, &out.verdict, &out.hash);
-    let path =
-        std::env::var("REPORT_EXAMPLE").unwrap_or_else(|_| "/tmp/report-example.html".into());
-    std::fs::write(&path, &html).expect("write the example");
-    eprintln!(
-        "{path}: {} entries, {} bytes, verdict passed: {}",
-        out.entries.len(),
-        html.len(),
-        out.verdict.passed()
-    );
-}
