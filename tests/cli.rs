@@ -127,3 +127,31 @@ fn a_missing_file_and_a_bad_seed_range_are_refused() {
     let out = tasklatch(&["sim", "--seeds", "many"]);
     assert_refused(&out, &["expected A..B"]);
 }
+
+#[test]
+fn a_campaign_writes_its_summary() {
+    let summary = Scratch::new("summary.md", "");
+    let out = tasklatch(&[
+        "sim",
+        "--seeds",
+        "0..3",
+        "--quiet",
+        "--summary",
+        summary.arg(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3 passed, 0 failed"));
+    let md = std::fs::read_to_string(&summary.0).expect("read the summary");
+    for needle in [
+        "Regenerate with",
+        "seeds: 3 (3 passed, 0 failed)",
+        "simulated seconds per wall second",
+        "## Failures",
+        "## Invariant counts",
+        "| lost (latest event never delivered) | 0 |",
+        "| duplicated deliveries | 0 |",
+        "## Fault and feature coverage",
+    ] {
+        assert!(md.contains(needle), "{needle:?} missing from:\n{md}");
+    }
+}

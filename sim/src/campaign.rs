@@ -2,7 +2,7 @@
 //! and deterministic inside), with progress reports, coverage counts and failure lines.
 
 use crate::backend::Backend;
-use crate::checker::Violation;
+use crate::checker::{Counts, Violation};
 use crate::coverage;
 use crate::generate::{generate, Knobs};
 use crate::plan::Plan;
@@ -51,8 +51,8 @@ pub struct SeedResult {
     pub wall: Duration,
     /// Fault kinds and features that took effect.
     pub fired: Vec<String>,
-    /// Notifications delivered.
-    pub delivered: u64,
+    /// The checker's counts for the run (delivered, lost, fenced writes refused, …).
+    pub counts: Counts,
 }
 
 /// Progress so far.
@@ -156,7 +156,7 @@ pub fn run_campaign(
                     sim: out.sim_elapsed,
                     wall: out.wall,
                     fired: coverage::fired(&plan, &out.entries).into_iter().collect(),
-                    delivered: out.verdict.counts.delivered,
+                    counts: out.verdict.counts.clone(),
                 };
                 let failed = result.violation.is_some();
                 if failed && opts.stop_at_first_failure {

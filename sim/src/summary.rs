@@ -2,6 +2,7 @@
 //! fault coverage per kind, invariant counts and speed.
 
 use crate::campaign::CampaignReport;
+use crate::checker::Counts;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -23,8 +24,8 @@ pub fn markdown(report: &CampaignReport, command: &str, replay: &dyn Fn(u64) -> 
         failures.len()
     );
     let _ = writeln!(md, "- simulated time: {:.0} s in {:.1} s wall: **{:.0} simulated seconds per wall second**, {:.2} seeds per second", report.sim_secs(), wall, report.sim_secs() / wall, n as f64 / wall);
-    let delivered: u64 = report.results.iter().map(|r| r.delivered).sum();
-    let _ = writeln!(md, "- notifications delivered: {delivered}\n");
+    let _ = writeln!(md);
+    counts(&mut md, report);
     let mut invariants: BTreeMap<String, u64> = BTreeMap::new();
     for f in &failures {
         if let Some(v) = &f.violation {
@@ -62,4 +63,35 @@ pub fn markdown(report: &CampaignReport, command: &str, replay: &dyn Fn(u64) -> 
         );
     }
     md
+}
+
+/// The checker's counts summed over every seed: what the campaign delivered and refused, and
+/// how often each invariant broke.
+fn counts(md: &mut String, report: &CampaignReport) {
+    let sum = |f: fn(&Counts) -> u64| report.results.iter().map(|r| f(&r.counts)).sum::<u64>();
+    let rows: [(&str, u64); 9] = [
+        ("notifications delivered", sum(|c| c.delivered)),
+        ("lost (latest event never delivered)", sum(|c| c.lost)),
+        ("duplicated deliveries", sum(|c| c.duplicated)),
+        ("unexpected runs", sum(|c| c.unexpected)),
+        ("noisy runs", sum(|c| c.noisy)),
+        (
+            "fenced writes refused by the store",
+            sum(|c| c.fenced_refused),
+        ),
+        (
+            "dead letters: thread gone (404)",
+            sum(|c| c.dead_thread_gone),
+        ),
+        ("dead letters: failure budget spent", sum(|c| c.dead_budget)),
+        ("dead letters: cancel budget spent", sum(|c| c.dead_cancel)),
+    ];
+    let _ = writeln!(
+        md,
+        "## Invariant counts\n\nSummed over all seeds, as the checker counted them from the histories.\n\n| count | total |\n|---|---|"
+    );
+    for (what, total) in rows {
+        let _ = writeln!(md, "| {what} | {total} |");
+    }
+    let _ = writeln!(md);
 }
