@@ -69,7 +69,10 @@ mod tests {
     #[test]
     fn malformed_lines_name_the_line_and_the_field() {
         let err = parse("{\"at_us\":0}\n").err().unwrap_or_default();
-        assert!(err.starts_with("line 1, column") && err.contains("host"), "{err}");
+        assert!(
+            err.starts_with("line 1, column") && err.contains("host"),
+            "{err}"
+        );
         let err = parse("{\"at_us\":0,\"host\":\"world\",\"task\":null,\"kind\":\"phase\",\"payload\":{\"name\":\"x\"}}\n").err().unwrap_or_default();
         assert!(err.contains("first line must be the `plan`"), "{err}");
         let err = parse("").err().unwrap_or_default();
