@@ -12,22 +12,170 @@
 //! - Run ids are `run-{n}` with `n` from a sequence (so a sequential history gives the same ids
 //!   as `MemLedger`; concurrent or refused inserts may leave gaps).
 //!
+//! Two ways to run it, the same answers:
+//! - [`PgLedger::new`]: every call is its own round trip and transaction (one durable commit
+//!   per launch). The simulation uses this: its calls are made one at a time and each must
+//!   commit before the next.
+//! - [`PgLedger::coalescing`]: concurrent `start_run` calls are gathered into one transaction
+//!   (`tasklatch_start_runs`, migrations/0004) and concurrent `run_status` calls into one read
+//!   (`WHERE run_id = ANY($1)`); see `coalesce.rs` for the contract (ordering, failure,
+//!   crash mid-batch). For production-like use, where an engine launches a claimed batch at once.
+//!
 //! Wrap it in [`tasklatch_core::ledger::LedgerLauncher`] to get a `Launcher`.
 
+use crate::coalesce::Coalescer;
 use crate::error::ledger_error;
 use crate::row::storable;
 use sqlx::{PgPool, Row};
+use std::collections::HashMap;
+use std::sync::Arc;
 use tasklatch_core::ids::{OwnerId, RunId, ThreadId};
 use tasklatch_core::ledger::{LedgerError, RunLedger, RunRecord};
 use tasklatch_core::mutation::Mutant;
 use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
 use tasklatch_core::time::Timestamp;
 
-/// The Postgres run ledger. Cheap to clone (clones share the pool).
+/// The Postgres run ledger. Cheap to clone (clones share the pool and, when coalescing, the
+/// batches: calls through any clone are gathered together).
 #[derive(Clone)]
 pub struct PgLedger {
     pool: PgPool,
     uniqueness_dropped: bool,
+    batches: Option<Arc<Batches>>,
+}
+
+/// How [`PgLedger::coalescing`] gathers calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coalescing {
+    /// Most requests in one batch (one statement; at least 1).
+    pub max_batch: usize,
+    /// Most batches of each kind (launches, status reads) in flight at once; each holds one
+    /// pooled connection while it runs (at least 1).
+    pub leaders: usize,
+}
+
+impl Default for Coalescing {
+    /// Batches of at most 256, two of each kind in flight.
+    fn default() -> Self {
+        Coalescing {
+            max_batch: 256,
+            leaders: 2,
+        }
+    }
+}
+
+/// The coalescers of a coalescing ledger.
+struct Batches {
+    starts: Coalescer<StartRequest, LaunchOutcome>,
+    statuses: Coalescer<String, RunStatus>,
+}
+
+/// A launch as the database gets it (text made storable).
+struct StartRequest {
+    key: String,
+    owner: String,
+    thread: String,
+    prompt: String,
+    now: i64,
+}
+
+/// The longest idempotency key the runs table takes (its `runs_key_len` check, in characters).
+const MAX_KEY_CHARS: usize = 1_000;
+
+/// Whether a launch can ride in a batch: its insert cannot break a constraint, so it cannot
+/// fail the batch for the others. Any other key goes through the single function, which gives
+/// it exactly its single-call answer (a refusal of the key only if it gets as far as the
+/// insert).
+fn batchable(key: &str) -> bool {
+    (1..=MAX_KEY_CHARS).contains(&key.chars().count())
+}
+
+fn outcome_of(outcome: &str, run: Option<String>) -> Result<LaunchOutcome, LedgerError> {
+    match (outcome, run) {
+        ("started", Some(run)) => Ok(LaunchOutcome::Started(RunId(run))),
+        ("busy", _) => Ok(LaunchOutcome::Busy),
+        ("thread_gone", _) => Ok(LaunchOutcome::ThreadGone),
+        _ => Err(LedgerError(
+            "unexpected answer from the start-run function".into(),
+        )),
+    }
+}
+
+/// One transaction for a batch of launches, answered in order (migrations/0004).
+async fn start_runs(
+    pool: PgPool,
+    reqs: Vec<StartRequest>,
+) -> Result<Vec<LaunchOutcome>, LedgerError> {
+    let n = reqs.len();
+    let (mut keys, mut owners, mut threads, mut prompts, mut nows) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for r in reqs {
+        keys.push(r.key);
+        owners.push(r.owner);
+        threads.push(r.thread);
+        prompts.push(r.prompt);
+        nows.push(r.now);
+    }
+    let rows = sqlx::query(
+        "SELECT ord, outcome, started_run FROM tasklatch_start_runs($1, $2, $3, $4, $5) \
+         ORDER BY ord",
+    )
+    .bind(keys)
+    .bind(owners)
+    .bind(threads)
+    .bind(prompts)
+    .bind(nows)
+    .fetch_all(&pool)
+    .await
+    .map_err(ledger_error)?;
+    if rows.len() != n {
+        return Err(LedgerError(format!(
+            "tasklatch_start_runs answered {} of {n} requests",
+            rows.len()
+        )));
+    }
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let ord: i32 = row.try_get("ord").map_err(ledger_error)?;
+            if usize::try_from(ord).ok() != Some(i + 1) {
+                return Err(LedgerError(
+                    "tasklatch_start_runs answered out of order".into(),
+                ));
+            }
+            outcome_of(
+                &row.try_get::<String, _>("outcome").map_err(ledger_error)?,
+                row.try_get("started_run").map_err(ledger_error)?,
+            )
+        })
+        .collect()
+}
+
+/// One read for a batch of run-status lookups, answered in order.
+async fn run_statuses(pool: PgPool, runs: Vec<String>) -> Result<Vec<RunStatus>, LedgerError> {
+    let rows = sqlx::query("SELECT run_id, status FROM runs WHERE run_id = ANY($1)")
+        .bind(&runs)
+        .fetch_all(&pool)
+        .await
+        .map_err(ledger_error)?;
+    let mut found = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let run: String = row.try_get("run_id").map_err(ledger_error)?;
+        let status: String = row.try_get("status").map_err(ledger_error)?;
+        found.insert(run, status);
+    }
+    runs.iter()
+        .map(|r| {
+            found
+                .get(r)
+                .map_or(Ok(RunStatus::Missing), |s| status_of(s))
+        })
+        .collect()
 }
 
 fn status_of(s: &str) -> Result<RunStatus, LedgerError> {
@@ -61,7 +209,24 @@ impl PgLedger {
         Ok(PgLedger {
             pool,
             uniqueness_dropped,
+            batches: None,
         })
+    }
+
+    /// A coalescing ledger over `pool` (already migrated): concurrent `start_run` calls share
+    /// one transaction and concurrent `run_status` calls one read, batched as `config` says
+    /// (see `coalesce.rs`). Every answer is the one [`PgLedger::new`] would give if the
+    /// calls of a batch were made one after another in the order they arrived. The other
+    /// methods are single calls, as in [`PgLedger::new`]. Never carries a planted bug.
+    pub fn coalescing(pool: PgPool, config: Coalescing) -> Self {
+        PgLedger {
+            pool,
+            uniqueness_dropped: false,
+            batches: Some(Arc::new(Batches {
+                starts: Coalescer::new(config.max_batch, config.leaders),
+                statuses: Coalescer::new(config.max_batch, config.leaders),
+            })),
+        }
     }
 
     /// The connection pool.
@@ -184,6 +349,7 @@ impl RunLedger for PgLedger {
     /// thread; else 409 when a run is active on the thread; else a new running run. The thread
     /// row is locked `FOR UPDATE` before the key is looked up again and the thread checked, so
     /// concurrent starters on a thread are serialised; the unique key index settles the rest.
+    /// When coalescing, the transaction is shared with the launches made at the same time.
     async fn start_run(
         &self,
         req: &RunRequest,
@@ -192,6 +358,20 @@ impl RunLedger for PgLedger {
         let key = storable(&req.key);
         let thread = storable(req.thread.as_str());
         let owner = storable(req.owner.as_str());
+        if let Some(batches) = self.batches.as_ref().filter(|_| batchable(&key)) {
+            let request = StartRequest {
+                key,
+                owner,
+                thread,
+                prompt: storable(&req.prompt),
+                now: now.as_micros(),
+            };
+            let pool = &self.pool;
+            return batches
+                .starts
+                .call(request, |reqs| start_runs(pool.clone(), reqs))
+                .await;
+        }
         if !self.uniqueness_dropped {
             // The hot path: one round trip (migrations/0003_start_run_function.sql).
             let row = sqlx::query(
@@ -205,16 +385,10 @@ impl RunLedger for PgLedger {
             .fetch_one(&self.pool)
             .await
             .map_err(ledger_error)?;
-            let outcome: String = row.try_get("outcome").map_err(ledger_error)?;
-            let run: Option<String> = row.try_get("started_run").map_err(ledger_error)?;
-            return match (outcome.as_str(), run) {
-                ("started", Some(run)) => Ok(LaunchOutcome::Started(RunId(run))),
-                ("busy", _) => Ok(LaunchOutcome::Busy),
-                ("thread_gone", _) => Ok(LaunchOutcome::ThreadGone),
-                _ => Err(LedgerError(
-                    "unexpected answer from tasklatch_start_run".into(),
-                )),
-            };
+            return outcome_of(
+                &row.try_get::<String, _>("outcome").map_err(ledger_error)?,
+                row.try_get("started_run").map_err(ledger_error)?,
+            );
         }
         // The planted bug (LedgerUniquenessDropped): the same thread checks, no key lookup, a
         // blind insert (the unique index is gone).
@@ -294,8 +468,18 @@ impl RunLedger for PgLedger {
         Ok(done.rows_affected() > 0)
     }
 
-    /// One read: the run's status; [`RunStatus::Missing`] for an unknown run.
+    /// One read: the run's status; [`RunStatus::Missing`] for an unknown run. When coalescing,
+    /// the read is shared with the lookups made at the same time.
     async fn run_status(&self, run: &RunId) -> Result<RunStatus, LedgerError> {
+        if let Some(batches) = &self.batches {
+            let pool = &self.pool;
+            return batches
+                .statuses
+                .call(storable(run.as_str()), |runs| {
+                    run_statuses(pool.clone(), runs)
+                })
+                .await;
+        }
         let row = sqlx::query("SELECT status FROM runs WHERE run_id = $1")
             .bind(storable(run.as_str()))
             .fetch_optional(&self.pool)

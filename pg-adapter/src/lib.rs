@@ -5,7 +5,8 @@
 //!   statement; claims with `FOR UPDATE SKIP LOCKED`, guarded writes with the lease guard in the
 //!   `WHERE` clause, batched through `UNNEST`, `now` always a parameter.
 //! - [`PgLedger`]: the run ledger (unique idempotency key, 409 busy thread, 404 gone thread),
-//!   the reference gateway behind `tasklatch_core::ledger::LedgerLauncher`.
+//!   the reference gateway behind `tasklatch_core::ledger::LedgerLauncher`; per call, or
+//!   [`PgLedger::coalescing`]: concurrent launches share one transaction (`coalesce`).
 //! - [`migrate`]: the schema, embedded from `migrations/`.
 //! - [`harness`]: fresh test databases on a local, configured or throwaway server.
 //! - [`stress`] and [`bench`]: real concurrency and throughput against one Postgres.
@@ -16,6 +17,7 @@
 
 pub mod bench;
 pub mod bulk;
+mod coalesce;
 mod error;
 pub mod harness;
 mod ledger;
@@ -25,7 +27,7 @@ mod store;
 pub mod stress;
 
 pub use error::{ledger_error, store_error};
-pub use ledger::PgLedger;
+pub use ledger::{Coalescing, PgLedger};
 pub use row::{decode_task, event_json, storable};
 pub use store::PgStore;
 

@@ -1,7 +1,8 @@
 //! The conformance suite (DESIGN "One conformance suite, every store"): behavioural tests of
 //! `Store` and `RunLedger`, each written once as a generic async fn and run against the
 //! executable specification (`MemStore`, `MemLedger`) and the Postgres implementation
-//! (`PgStore`, `PgLedger`) — one body, two `#[tokio::test]`s.
+//! (`PgStore`, `PgLedger`) — one body, two `#[tokio::test]`s (three for the ledger: the
+//! Postgres one per call and coalescing).
 
 mod support;
 
@@ -45,7 +46,8 @@ macro_rules! store_suite {
     };
 }
 
-/// Instantiates every listed ledger body for `MemLedger` and `PgLedger`.
+/// Instantiates every listed ledger body for `MemLedger` and `PgLedger` (per call and
+/// coalescing).
 macro_rules! ledger_suite {
     ($($name:ident),* $(,)?) => {
         mod mem_ledger {
@@ -62,6 +64,20 @@ macro_rules! ledger_suite {
                 async fn $name() {
                     let db = tasklatch_pg::harness::TestDb::create().await;
                     let l = tasklatch_pg::PgLedger::new(db.pool().clone(), None).await.unwrap();
+                    super::$name(&l).await;
+                    db.cleanup().await;
+                }
+            )*
+        }
+        mod pg_coalescing_ledger {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let db = tasklatch_pg::harness::TestDb::create().await;
+                    let l = tasklatch_pg::PgLedger::coalescing(
+                        db.pool().clone(),
+                        tasklatch_pg::Coalescing::default(),
+                    );
                     super::$name(&l).await;
                     db.cleanup().await;
                 }

@@ -31,6 +31,10 @@ pub struct BenchArgs {
     /// Where to write the Markdown report.
     #[arg(long, default_value = "reports/bench.md")]
     out: PathBuf,
+    /// Run the end-to-end part with one ledger transaction per launch and per lookup instead of
+    /// coalescing concurrent calls (to measure what coalescing buys).
+    #[arg(long)]
+    per_call_ledger: bool,
 }
 
 /// Runs the benchmark and writes the report.
@@ -52,6 +56,11 @@ pub fn run_cli(args: BenchArgs) -> anyhow::Result<ExitCode> {
         rows: args.rows,
         snapshot_secs: args.snapshot_secs,
         server_url: args.database_url,
+        ledger: if args.per_call_ledger {
+            None
+        } else {
+            BenchConfig::default().ledger
+        },
         ..BenchConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

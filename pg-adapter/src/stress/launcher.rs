@@ -1,5 +1,6 @@
-//! The gateway double: the real [`PgLedger`] behind `LedgerLauncher`, wrapped with fault
-//! injection, and a simulated agent runtime that finishes the runs.
+//! The gateway double: the real [`PgLedger`] (coalescing, unless a planted bug is on) behind
+//! `LedgerLauncher`, wrapped with fault injection, and a simulated agent runtime that finishes
+//! the runs.
 //!
 //! Faults: launch errors before the run is created and — the nasty one — after it was created
 //! (the engine must retry the same key and get the same run); failed run lookups; runs that

@@ -3,13 +3,14 @@
 //! W engines (core `Engine`) run on a multi-threaded runtime against one database, with an
 //! in-process remote server ([`driver::DriverDouble`]: tasks move through statuses, some ask for
 //! input, all end terminal, some polls fail transiently) and the Postgres run ledger behind
-//! `LedgerLauncher`, wrapped with fault injection ([`launcher::FaultyLauncher`]: launch errors
-//! before and after the run is created, failed lookups; 409 from real thread contention with
-//! several tasks per thread; 404 from threads deleted mid-run) and finished by a simulated agent
-//! runtime ([`launcher::AgentRuntime`]: slow, failed, timed-out and interrupted runs). Users
-//! cancel some tasks. With chaos, engine tasks are aborted mid-call at random times and
-//! restarted, and backend connections are killed with `pg_terminate_backend`; chaos stops once
-//! every remote task is terminal, and the run ends when every notification has settled.
+//! `LedgerLauncher` (coalescing concurrent launches and lookups: [`PgLedger::coalescing`]),
+//! wrapped with fault injection ([`launcher::FaultyLauncher`]: launch errors before and after
+//! the run is created, failed lookups; 409 from real thread contention with several tasks per
+//! thread; 404 from threads deleted mid-run) and finished by a simulated agent runtime
+//! ([`launcher::AgentRuntime`]: slow, failed, timed-out and interrupted runs). Users cancel some
+//! tasks. With chaos, engine tasks are aborted mid-call at random times and restarted, and
+//! backend connections are killed with `pg_terminate_backend`; chaos stops once every remote
+//! task is terminal, and the run ends when every notification has settled.
 //!
 //! The verdict ([`check`]) comes only from what the doubles recorded. Time is virtual: one
 //! shared [`clock::ScaledClock`] runs [`StressConfig::speed`] times faster than real time.
@@ -20,7 +21,7 @@ pub mod driver;
 pub mod launcher;
 
 use crate::harness::{connect_named, random_u64, TestDb};
-use crate::{migrate, PgLedger, PgStore};
+use crate::{migrate, Coalescing, PgLedger, PgStore};
 use check::{SubmittedTask, Verdict};
 use clock::ScaledClock;
 use driver::{DriverDouble, RemoteKey};
@@ -322,9 +323,14 @@ async fn run_on(
     let clock = ScaledClock::new(Timestamp::from_micros(1_700_000_000_000_000), config.speed);
     let policy = stress_policy();
     let driver = DriverDouble::new(clock.clone(), config.seed, config.driver_errors);
-    let ledger = PgLedger::new(ledger_pool.clone(), config.mutant)
-        .await
-        .map_err(|e| err("ledger")(e.to_string()))?;
+    // The gateway coalesces concurrent launches and lookups, as a production one would; a
+    // planted-bug run keeps the per-call ledger, where the ledger's planted bug lives.
+    let ledger = match config.mutant {
+        None => PgLedger::coalescing(ledger_pool.clone(), Coalescing::default()),
+        Some(m) => PgLedger::new(ledger_pool.clone(), Some(m))
+            .await
+            .map_err(|e| err("ledger")(e.to_string()))?,
+    };
     let threads_n = config.tasks.div_ceil(config.tasks_per_thread.max(1)).max(1);
     let thread_of = |i: u32| ThreadId(format!("{prefix}t{i}"));
     let owner_of = |i: u32| OwnerId(format!("{prefix}o{}", i % 50));

@@ -1,0 +1,263 @@
+//! Request coalescing ("flat combining") for the run ledger: concurrent calls are gathered and
+//! executed as one batch — one statement, one transaction, one durable commit — instead of one
+//! each.
+//!
+//! There is no background task and no timer. A caller queues its request and then competes for
+//! one of a fixed number of *leader* permits; whoever gets one takes everything queued (at most
+//! the batch bound, oldest first), starts the batch and hands every result back through the
+//! waiting callers' one-shot channels. Callers that find their request already taken simply
+//! wait for their answer. While a batch is in flight new requests queue up, so the batch size
+//! follows the load: one request alone is a batch of one, a burst is one batch.
+//!
+//! The contract:
+//! - **Order**: a batch holds requests in the order they were queued, and the batch function
+//!   must answer them as if they were executed one after another in that order. Batches that
+//!   run at the same time (up to the number of leaders) are independent transactions: their
+//!   relative order is whatever the database makes of it, as for concurrent single calls.
+//! - **Failure**: a batch succeeds or fails as a whole. If it fails (connection lost, deadlock,
+//!   a malformed answer), every request in it gets that error. For a launch that is a "maybe
+//!   launched" outcome, exactly as a single call that lost its connection: the caller retries
+//!   under the same idempotency key and gets the same run.
+//! - **Crash mid-batch**: the batch is one transaction. If the process or the connection dies
+//!   before the commit, nothing of the batch happened; after it, all of it did. Nothing is kept
+//!   in memory that a restart would need.
+//! - **Cancellation**: a caller that gives up while its request is still queued withdraws it
+//!   (it is skipped, never executed). Once a batch has taken a request, it runs to its end in a
+//!   task of its own, whoever started it: aborting a leader does not abort its batch, so one
+//!   caller's cancellation never fails another caller's request.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tasklatch_core::ledger::LedgerError;
+use tokio::sync::{oneshot, Semaphore};
+
+/// A queued request and where its answer goes.
+struct Waiter<Req, Resp> {
+    req: Req,
+    reply: oneshot::Sender<Result<Resp, LedgerError>>,
+}
+
+/// Gathers concurrent requests into batches (see the module documentation).
+pub(crate) struct Coalescer<Req, Resp> {
+    queue: Mutex<VecDeque<Waiter<Req, Resp>>>,
+    leaders: Arc<Semaphore>,
+    max_batch: usize,
+}
+
+impl<Req: Send + 'static, Resp: Send + 'static> Coalescer<Req, Resp> {
+    /// At most `leaders` batches in flight at once, each of at most `max_batch` requests (both
+    /// at least 1).
+    pub(crate) fn new(max_batch: usize, leaders: usize) -> Self {
+        Coalescer {
+            queue: Mutex::new(VecDeque::new()),
+            leaders: Arc::new(Semaphore::new(leaders.max(1))),
+            max_batch: max_batch.max(1),
+        }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, VecDeque<Waiter<Req, Resp>>> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Up to `max_batch` queued requests whose callers still wait, oldest first.
+    fn take(&self) -> Vec<Waiter<Req, Resp>> {
+        let mut queue = self.queue();
+        let mut batch = Vec::with_capacity(self.max_batch.min(queue.len()));
+        while batch.len() < self.max_batch {
+            let Some(w) = queue.pop_front() else { break };
+            if !w.reply.is_closed() {
+                batch.push(w);
+            }
+        }
+        batch
+    }
+
+    /// Answers `req`, executed in a batch by `run`: given the batch's requests in order, `run`
+    /// returns one answer per request, in the same order, or one error for all of them.
+    pub(crate) async fn call<F, Fut>(&self, req: Req, run: F) -> Result<Resp, LedgerError>
+    where
+        F: Fn(Vec<Req>) -> Fut,
+        Fut: Future<Output = Result<Vec<Resp>, LedgerError>> + Send + 'static,
+    {
+        let (reply, mut answer) = oneshot::channel();
+        self.queue().push_back(Waiter { req, reply });
+        loop {
+            let permit = tokio::select! {
+                biased;
+                a = &mut answer => return answered(a),
+                p = self.leaders.clone().acquire_owned() => p,
+            };
+            let Ok(permit) = permit else {
+                return Err(LedgerError("request coalescer closed".into()));
+            };
+            let batch = self.take();
+            if batch.is_empty() {
+                // Our request is not queued (a leader took it, and the queue only ever gives
+                // requests to a batch), so its batch is in flight and will answer.
+                drop(permit);
+                return answered(answer.await);
+            }
+            let (reqs, replies): (Vec<Req>, Vec<_>) =
+                batch.into_iter().map(|w| (w.req, w.reply)).unzip();
+            debug_assert!(reqs.len() <= self.max_batch);
+            let size = reqs.len();
+            tracing::debug!(size, "coalesced batch");
+            let work = run(reqs);
+            tokio::spawn(async move {
+                let results = work.await;
+                drop(permit);
+                deliver(results, replies, size);
+            });
+        }
+    }
+}
+
+/// Hands a batch's results to its callers: one each, or the batch's error to all of them.
+fn deliver<Resp>(
+    results: Result<Vec<Resp>, LedgerError>,
+    replies: Vec<oneshot::Sender<Result<Resp, LedgerError>>>,
+    size: usize,
+) {
+    match results {
+        Ok(answers) if answers.len() == size => {
+            for (reply, a) in replies.into_iter().zip(answers) {
+                // A caller that went away meanwhile needs no answer.
+                let _ = reply.send(Ok(a));
+            }
+        }
+        Ok(answers) => {
+            let e = LedgerError(format!("batch of {size} answered {} times", answers.len()));
+            for reply in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
+        Err(e) => {
+            tracing::debug!(size, error = %e, "coalesced batch failed");
+            for reply in replies {
+                let _ = reply.send(Err(e.clone()));
+            }
+        }
+    }
+}
+
+/// The answer, or an error if the batch's task ended without one (it panicked, or the runtime
+/// shut down under it).
+fn answered<Resp>(
+    a: Result<Result<Resp, LedgerError>, oneshot::error::RecvError>,
+) -> Result<Resp, LedgerError> {
+    a.unwrap_or_else(|_| {
+        Err(LedgerError(
+            "coalesced batch ended without an answer".into(),
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    type Batch = std::pin::Pin<Box<dyn Future<Output = Result<Vec<u32>, LedgerError>> + Send>>;
+
+    /// Doubles each request (or fails the batch); records the size of every batch.
+    fn doubler(sizes: Arc<Mutex<Vec<usize>>>, fail: bool) -> impl Fn(Vec<u32>) -> Batch {
+        move |reqs: Vec<u32>| {
+            let sizes = sizes.clone();
+            Box::pin(async move {
+                sizes.lock().unwrap().push(reqs.len());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if fail {
+                    Err(LedgerError("boom".into()))
+                } else {
+                    Ok(reqs.into_iter().map(|r| r * 2).collect())
+                }
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_calls_share_batches_bounded_in_size_and_keep_their_answers() {
+        let c = Arc::new(Coalescer::new(8, 1));
+        let sizes = Arc::new(Mutex::new(Vec::new()));
+        let calls: Vec<_> = (0..40u32)
+            .map(|i| {
+                let (c, sizes) = (c.clone(), sizes.clone());
+                tokio::spawn(async move { c.call(i, doubler(sizes, false)).await })
+            })
+            .collect();
+        for (i, h) in calls.into_iter().enumerate() {
+            assert_eq!(h.await.unwrap(), Ok(2 * i as u32));
+        }
+        let sizes = sizes.lock().unwrap().clone();
+        assert_eq!(sizes.iter().sum::<usize>(), 40);
+        assert!(sizes.iter().all(|&s| s <= 8), "{sizes:?}");
+        assert!(sizes.len() < 40, "calls were coalesced: {sizes:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_fails_every_request_in_it() {
+        let c = Arc::new(Coalescer::new(256, 1));
+        let sizes = Arc::new(Mutex::new(Vec::new()));
+        let calls: Vec<_> = (0..10u32)
+            .map(|i| {
+                let (c, sizes) = (c.clone(), sizes.clone());
+                tokio::spawn(async move { c.call(i, doubler(sizes, true)).await })
+            })
+            .collect();
+        for h in calls {
+            assert_eq!(h.await.unwrap(), Err(LedgerError("boom".into())));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_short_answer_fails_the_batch() {
+        let c = Coalescer::new(4, 1);
+        let r = c
+            .call(1u32, |_reqs: Vec<u32>| async { Ok(Vec::<u32>::new()) })
+            .await;
+        assert_eq!(r, Err(LedgerError("batch of 1 answered 0 times".into())));
+    }
+
+    #[tokio::test]
+    async fn an_aborted_leader_does_not_abort_its_batch_and_withdrawn_requests_never_run() {
+        let c = Arc::new(Coalescer::new(256, 1));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let slow = |ran: Arc<AtomicUsize>| {
+            move |reqs: Vec<u32>| {
+                let ran = ran.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    ran.fetch_add(reqs.len(), Ordering::SeqCst);
+                    Ok(reqs)
+                }
+            }
+        };
+        // The leader starts a batch of its own request and is aborted at once.
+        let leader = {
+            let (c, ran) = (c.clone(), ran.clone());
+            tokio::spawn(async move { c.call(1, slow(ran)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        // Queued behind it: one caller that stays, one that gives up while queued.
+        let stays = {
+            let (c, ran) = (c.clone(), ran.clone());
+            tokio::spawn(async move { c.call(2, slow(ran)).await })
+        };
+        let leaves = {
+            let (c, ran) = (c.clone(), ran.clone());
+            tokio::spawn(async move { c.call(3, slow(ran)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        leader.abort();
+        leaves.abort();
+        assert_eq!(stays.await.unwrap(), Ok(2));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            2,
+            "the aborted leader's batch ran, the withdrawn request did not"
+        );
+    }
+}
