@@ -69,6 +69,31 @@ async fn warm_then_together(
     all
 }
 
+/// 48 launches racing on spawned tasks, spread over two coalescing ledgers and a single-call
+/// one on the same database (as separate processes would be); the outcomes in racer order.
+async fn race(
+    db: &TestDb,
+    request: impl Fn(usize) -> RunRequest,
+) -> Vec<Result<LaunchOutcome, LedgerError>> {
+    let ledgers = [
+        PgLedger::coalescing(db.pool().clone(), Coalescing::default()),
+        PgLedger::coalescing(db.pool().clone(), Coalescing::default()),
+        PgLedger::new(db.pool().clone(), None).await.unwrap(),
+    ];
+    let racers: Vec<_> = (0..48)
+        .map(|i| {
+            let l = ledgers[i % 3].clone();
+            let req = request(i);
+            tokio::spawn(async move { l.start_run(&req, t(2)).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for h in racers {
+        outcomes.push(h.await.unwrap());
+    }
+    outcomes
+}
+
 fn started(o: &Result<LaunchOutcome, LedgerError>) -> bool {
     matches!(o, Ok(LaunchOutcome::Started(_)))
 }
@@ -89,21 +114,7 @@ async fn coalesced_launches_of_one_key_yield_one_run() {
     );
     assert_eq!(transactions(&db).await, 2, "warm-up, then one batch");
     // Across batches and processes: two coalescing ledgers and a single-call one, racing.
-    let ledgers = [
-        PgLedger::coalescing(db.pool().clone(), Coalescing::default()),
-        PgLedger::coalescing(db.pool().clone(), Coalescing::default()),
-        PgLedger::new(db.pool().clone(), None).await.unwrap(),
-    ];
-    let racers: Vec<_> = (0..48)
-        .map(|i| {
-            let l = ledgers[i % 3].clone();
-            tokio::spawn(async move { l.start_run(&run_req("k2", "alice", "t2"), t(2)).await })
-        })
-        .collect();
-    let mut outcomes = Vec::new();
-    for h in racers {
-        outcomes.push(h.await.unwrap());
-    }
+    let outcomes = race(&db, |_| run_req("k2", "alice", "t2")).await;
     assert!(started(&outcomes[0]), "{outcomes:?}");
     assert!(outcomes.iter().all(|o| o == &outcomes[0]), "{outcomes:?}");
     let runs = l.runs().await.unwrap();
@@ -133,23 +144,10 @@ async fn coalesced_launches_on_one_thread_start_exactly_one() {
         "{outcomes:?}"
     );
     // Across batches and processes: exactly one of 48 racers starts a run on t2.
-    let ledgers = [
-        PgLedger::coalescing(db.pool().clone(), Coalescing::default()),
-        PgLedger::coalescing(db.pool().clone(), Coalescing::default()),
-        PgLedger::new(db.pool().clone(), None).await.unwrap(),
-    ];
-    let racers: Vec<_> = (0..48)
-        .map(|i| {
-            let l = ledgers[i % 3].clone();
-            tokio::spawn(async move {
-                l.start_run(&run_req(&format!("r-{i}"), "alice", "t2"), t(2))
-                    .await
-            })
-        })
-        .collect();
+    let outcomes = race(&db, |i| run_req(&format!("r-{i}"), "alice", "t2")).await;
     let (mut started_n, mut busy) = (0, 0);
-    for h in racers {
-        match h.await.unwrap() {
+    for o in outcomes {
+        match o {
             Ok(LaunchOutcome::Started(_)) => started_n += 1,
             Ok(LaunchOutcome::Busy) => busy += 1,
             other => panic!("{other:?}"),

@@ -50,19 +50,25 @@ fn every_fixture_passes_on_the_current_engine() {
     }
 }
 
+/// Replays every mutant fixture whose mutant `selected` picks, on the backend `backend` makes
+/// for it, requires the fixture's invariant to break, and returns the mutants caught.
 #[cfg(feature = "mutations")]
-#[test]
-fn every_mutant_fixture_still_catches_its_mutant() {
-    use tasklatch_core::mutation::Mutant;
+fn catch_with_fixtures(
+    selected: impl Fn(tasklatch_core::mutation::Mutant) -> bool,
+    backend: impl Fn(tasklatch_core::mutation::Mutant) -> Backend,
+) -> std::collections::BTreeSet<tasklatch_core::mutation::Mutant> {
     let mut caught = std::collections::BTreeSet::new();
     for (path, f) in fixtures() {
         let Some(name) = &f.mutant else { continue };
-        let mutant: Mutant = name
+        let mutant: tasklatch_core::mutation::Mutant = name
             .parse()
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if !selected(mutant) {
+            continue;
+        }
         let out = run_plan(
             &f.plan,
-            Backend::memory(sim_policy()),
+            backend(mutant),
             &RunOptions::default(),
             Some(mutant),
         );
@@ -78,6 +84,14 @@ fn every_mutant_fixture_still_catches_its_mutant() {
         );
         caught.insert(mutant);
     }
+    caught
+}
+
+#[cfg(feature = "mutations")]
+#[test]
+fn every_mutant_fixture_still_catches_its_mutant() {
+    use tasklatch_core::mutation::Mutant;
+    let caught = catch_with_fixtures(|_| true, |_| Backend::memory(sim_policy()));
     assert_eq!(
         caught.len(),
         Mutant::ALL.len(),
@@ -89,32 +103,13 @@ fn every_mutant_fixture_still_catches_its_mutant() {
 #[test]
 fn every_sql_mutant_fixture_catches_its_mutant_on_postgres() {
     use tasklatch_core::mutation::Mutant;
-    let mut caught = std::collections::BTreeSet::new();
-    for (path, f) in fixtures() {
-        let Some(name) = &f.mutant else { continue };
-        let mutant: Mutant = name
-            .parse()
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        if !mutant.lives_in_sql() {
-            continue;
-        }
-        let backend = Backend::postgres(sim_policy(), Some(mutant))
-            .unwrap_or_else(|e| panic!("Postgres for the simulation: {e}"));
-        let out = run_plan(&f.plan, backend, &RunOptions::default(), Some(mutant));
-        let first = out.verdict.first().unwrap_or_else(|| {
-            panic!(
-                "{}: mutant {name} survived its fixture on Postgres",
-                path.display()
-            )
-        });
-        assert_eq!(
-            Some(first.invariant.to_string()),
-            f.invariant,
-            "{}: {first}",
-            path.display()
-        );
-        caught.insert(mutant);
-    }
+    let caught = catch_with_fixtures(
+        |m| m.lives_in_sql(),
+        |m| {
+            Backend::postgres(sim_policy(), Some(m))
+                .unwrap_or_else(|e| panic!("Postgres for the simulation: {e}"))
+        },
+    );
     let in_sql = Mutant::ALL.iter().filter(|m| m.lives_in_sql()).count();
     assert!(in_sql >= 4, "expected the SQL guard and ledger mutants");
     assert_eq!(caught.len(), in_sql, "every SQL mutant needs a fixture");
