@@ -232,7 +232,7 @@ impl<Led: RunLedger, C: Clock> Launcher for LedgerLauncher<Led, C> {
         }
     }
 
-    async fn run_status(&self, run: &RunId) -> Result<RunStatus, String> {
+    async fn run_status(&self, _thread: &ThreadId, run: &RunId) -> Result<RunStatus, String> {
         self.ledger.run_status(run).await.map_err(|e| e.to_string())
     }
 }

@@ -27,8 +27,11 @@ pub struct SubmitRequest {
     pub owner: OwnerId,
     /// The task's name.
     pub name: String,
-    /// The job's input, passed through to the server.
-    pub input: String,
+    /// The tool to call on the server.
+    pub tool: String,
+    /// The tool's arguments, passed through to the server as the caller wrote them (an MCP
+    /// driver requires a JSON object and rejects anything else).
+    pub arguments: String,
 }
 
 /// A remote task the server accepted.
@@ -69,14 +72,16 @@ pub trait Driver: Send + Sync {
         &self,
         req: &SubmitRequest,
     ) -> impl Future<Output = Result<Submitted, DriverError>> + Send;
-    /// The task's current state.
+    /// The current state of the task `handle` names on `server`.
     fn get_status(
         &self,
+        server: &ServerId,
         handle: &RemoteHandle,
     ) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
-    /// Asks the server to cancel; returns the state after the request.
+    /// Asks `server` to cancel the task; returns the state after the request.
     fn cancel(
         &self,
+        server: &ServerId,
         handle: &RemoteHandle,
     ) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
 }
@@ -146,6 +151,11 @@ impl RunStatus {
 pub trait Launcher: Send + Sync {
     /// Starts (or finds, for a repeated key) the run for `req.key`.
     fn start_run(&self, req: RunRequest) -> impl Future<Output = LaunchOutcome> + Send;
-    /// The state of a run; `Err` when the launcher could not be asked.
-    fn run_status(&self, run: &RunId) -> impl Future<Output = Result<RunStatus, String>> + Send;
+    /// The state of `run`, started on `thread`; `Err` when the launcher could not be asked.
+    /// (Agent servers address runs under their thread, so the thread is always given.)
+    fn run_status(
+        &self,
+        thread: &ThreadId,
+        run: &RunId,
+    ) -> impl Future<Output = Result<RunStatus, String>> + Send;
 }

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tasklatch_core::engine::Engine;
-use tasklatch_core::ids::{OwnerId, ThreadId};
+use tasklatch_core::ids::{OwnerId, ServerId, ThreadId};
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::ledger::LedgerLauncher;
 use tasklatch_core::policy::Policy;
@@ -335,7 +335,11 @@ impl Driver for DoneDriver {
         Err(DriverError::Rejected("the bench does not submit".into()))
     }
 
-    async fn get_status(&self, handle: &RemoteHandle) -> Result<RemoteReport, DriverError> {
+    async fn get_status(
+        &self,
+        _server: &ServerId,
+        handle: &RemoteHandle,
+    ) -> Result<RemoteReport, DriverError> {
         Ok(RemoteReport {
             task_id: handle.remote_task_id.expose().to_owned(),
             status: "completed".into(),
@@ -344,7 +348,11 @@ impl Driver for DoneDriver {
         })
     }
 
-    async fn cancel(&self, handle: &RemoteHandle) -> Result<RemoteReport, DriverError> {
+    async fn cancel(
+        &self,
+        _server: &ServerId,
+        handle: &RemoteHandle,
+    ) -> Result<RemoteReport, DriverError> {
         Ok(RemoteReport {
             task_id: handle.remote_task_id.expose().to_owned(),
             status: "cancelled".into(),

@@ -14,7 +14,7 @@ use crate::plan::FaultKind;
 use crate::wire::{call, CallError};
 use std::sync::Arc;
 use std::time::Duration;
-use tasklatch_core::ids::{RunId, TaskId};
+use tasklatch_core::ids::{RunId, ServerId, TaskId, ThreadId};
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::ports::*;
 use tasklatch_core::secret::{RemoteHandle, Secret};
@@ -303,7 +303,7 @@ impl Driver for RpcDriver {
     async fn submit(&self, req: &SubmitRequest) -> Result<Submitted, DriverError> {
         let mcp = McpRequest::Submit {
             owner: req.owner.to_string(),
-            input: req.input.clone(),
+            input: req.arguments.clone(),
         };
         match self.call(RemoteOp::Submit, "", mcp).await? {
             McpAnswer::Created {
@@ -328,7 +328,11 @@ impl Driver for RpcDriver {
         }
     }
 
-    async fn get_status(&self, handle: &RemoteHandle) -> Result<RemoteReport, DriverError> {
+    async fn get_status(
+        &self,
+        _server: &ServerId,
+        handle: &RemoteHandle,
+    ) -> Result<RemoteReport, DriverError> {
         self.report(
             RemoteOp::Status,
             handle,
@@ -339,7 +343,11 @@ impl Driver for RpcDriver {
         .await
     }
 
-    async fn cancel(&self, handle: &RemoteHandle) -> Result<RemoteReport, DriverError> {
+    async fn cancel(
+        &self,
+        _server: &ServerId,
+        handle: &RemoteHandle,
+    ) -> Result<RemoteReport, DriverError> {
         self.report(
             RemoteOp::Cancel,
             handle,
@@ -391,7 +399,7 @@ impl Launcher for RpcLauncher {
         outcome
     }
 
-    async fn run_status(&self, run: &RunId) -> Result<RunStatus, String> {
+    async fn run_status(&self, _thread: &ThreadId, run: &RunId) -> Result<RunStatus, String> {
         let answer = match self.call(GatewayRequest::Lookup(run.clone())).await {
             Ok(GatewayResponse::Lookup(r)) => r,
             Ok(_) => Err("unexpected answer from the launcher".into()),

@@ -58,7 +58,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             return CancelStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
         let handle = &c.row.identity.handle;
-        let answer = self.driver.cancel(handle).await;
+        let answer = self.driver.cancel(&c.row.identity.server, handle).await;
         let at = self.clock.now();
         let finished = |report| {
             CancelAction::Finished(Box::new(poll::on_report(&c.row, report, at, &self.policy)))

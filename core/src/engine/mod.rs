@@ -19,7 +19,7 @@ mod submit;
 pub use api::ApiError;
 pub use submit::{SubmitCommand, SubmitError};
 
-use crate::ids::WorkerId;
+use crate::ids::{ServerId, WorkerId};
 use crate::lease::LeaseKind;
 use crate::policy::Policy;
 use crate::ports::{Clock, Driver, Launcher};
@@ -59,6 +59,7 @@ pub struct PassReport {
 
 /// A submit's remote task waiting for its compensating cancel, with the attempts made so far.
 struct PendingCompensation {
+    server: ServerId,
     handle: RemoteHandle,
     attempts: u32,
 }

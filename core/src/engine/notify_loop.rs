@@ -70,7 +70,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                     Some("dispatched without a run id".into()),
                 ));
             };
-            match self.launcher.run_status(run).await {
+            match self.launcher.run_status(&c.row.identity.thread, run).await {
                 Ok(RunStatus::Pending | RunStatus::Running) => NotifyAction::RunPending,
                 Ok(RunStatus::Success) => NotifyAction::RunSucceeded,
                 Ok(failed) => NotifyAction::RunFailed(format!("run ended: {}", failed.as_str())),

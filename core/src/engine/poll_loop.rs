@@ -47,7 +47,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
         let handle = &c.row.identity.handle;
-        let answer = self.driver.get_status(handle).await;
+        let answer = self.driver.get_status(&c.row.identity.server, handle).await;
         let at = self.clock.now();
         let update = match answer {
             Ok(report) => poll::on_report(

@@ -23,8 +23,10 @@ pub struct SubmitCommand {
     pub server: ServerId,
     /// The task's name.
     pub name: String,
-    /// The job's input.
-    pub input: String,
+    /// The tool to call on the server.
+    pub tool: String,
+    /// The tool's arguments (see [`SubmitRequest::arguments`]).
+    pub arguments: String,
 }
 
 /// Why a submit failed. No variant carries a secret.
@@ -47,6 +49,7 @@ pub enum SubmitError {
 /// Queues a compensating cancel when dropped while armed.
 struct Armed<'a> {
     queue: &'a Mutex<Vec<PendingCompensation>>,
+    server: ServerId,
     handle: Option<RemoteHandle>,
 }
 
@@ -61,6 +64,7 @@ impl Drop for Armed<'_> {
         if let Some(handle) = self.handle.take() {
             let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
             queue.push(PendingCompensation {
+                server: self.server.clone(),
                 handle,
                 attempts: 0,
             });
@@ -80,7 +84,8 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             server: cmd.server.clone(),
             owner: cmd.scope.owner.clone(),
             name: cmd.name.clone(),
-            input: cmd.input,
+            tool: cmd.tool,
+            arguments: cmd.arguments,
         };
         let submitted = self
             .driver
@@ -89,6 +94,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .map_err(|e| SubmitError::Remote(bounded(&e.to_string(), MAX_SHOWN_ERROR)))?;
         let armed = Armed {
             queue: &self.compensations,
+            server: cmd.server.clone(),
             handle: Some(submitted.handle.clone()),
         };
         let handle = submitted.handle;
@@ -119,20 +125,25 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }
             Err(e) => {
                 // Still armed during the compensating cancel: dropped there, it is queued.
-                let cancelled = self.driver.cancel(&handle).await;
+                let server = armed.server.clone();
+                let cancelled = self.driver.cancel(&server, &handle).await;
                 armed.disarm();
                 if let Err(cancel_error) = cancelled {
                     tracing::warn!(error = %snapshot::storable(&cancel_error.to_string(), &handle), "compensating cancel failed; queued");
-                    self.queue_compensation(handle, 1);
+                    self.queue_compensation(server, handle, 1);
                 }
                 Err(SubmitError::Store(e))
             }
         }
     }
 
-    fn queue_compensation(&self, handle: RemoteHandle, attempts: u32) {
+    fn queue_compensation(&self, server: ServerId, handle: RemoteHandle, attempts: u32) {
         let mut queue = self.compensations.lock().unwrap_or_else(|p| p.into_inner());
-        queue.push(PendingCompensation { handle, attempts });
+        queue.push(PendingCompensation {
+            server,
+            handle,
+            attempts,
+        });
     }
 
     /// Cancels remote tasks of submits that were dropped midway or whose compensating cancel
@@ -142,10 +153,10 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             std::mem::take(&mut *self.compensations.lock().unwrap_or_else(|p| p.into_inner()));
         let mut done = 0;
         for p in pending {
-            match self.driver.cancel(&p.handle).await {
+            match self.driver.cancel(&p.server, &p.handle).await {
                 Ok(_) => done += 1,
                 Err(_) if p.attempts + 1 < COMPENSATION_ATTEMPTS => {
-                    self.queue_compensation(p.handle, p.attempts + 1)
+                    self.queue_compensation(p.server, p.handle, p.attempts + 1)
                 }
                 Err(_) => tracing::warn!(
                     "compensating cancel given up after {COMPENSATION_ATTEMPTS} attempts"
@@ -169,6 +180,7 @@ fn check_request(cmd: &SubmitCommand) -> Result<(), SubmitError> {
         ("owner", cmd.scope.owner.as_str()),
         ("thread", cmd.scope.thread.as_str()),
         ("server", cmd.server.as_str()),
+        ("tool", cmd.tool.as_str()),
     ];
     for (field, value) in fields {
         if value.is_empty() || value.chars().count() > MAX_ID || value.contains('\0') {

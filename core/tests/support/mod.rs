@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tasklatch_core::engine::{Engine, SubmitCommand};
 use tasklatch_core::event::{Event, Fingerprint};
-use tasklatch_core::ids::{IdSource, OwnerId, RunId, TaskId, ThreadId, WorkerId};
+use tasklatch_core::ids::{IdSource, OwnerId, RunId, ServerId, TaskId, ThreadId, WorkerId};
 use tasklatch_core::lease::{Lease, LeaseKind, LeaseToken};
 use tasklatch_core::ledger::{LedgerLauncher, MemLedger, RunLedger, RunRecord};
 use tasklatch_core::mem_store::MemStore;
@@ -388,7 +388,7 @@ impl Driver for ScriptedDriver {
             .unwrap_or_else(|| Err(DriverError::Rejected("no scripted submit".into())))
     }
 
-    async fn get_status(&self, handle: &RemoteHandle) -> Answer {
+    async fn get_status(&self, _server: &ServerId, handle: &RemoteHandle) -> Answer {
         let id = handle.remote_task_id.expose().to_owned();
         self.pass_gate(CallKind::GetStatus, &id, DriverCall::GetStatus(id.clone()))
             .await;
@@ -396,7 +396,7 @@ impl Driver for ScriptedDriver {
             .unwrap_or_else(|| Err(unavailable(ErrorClass::Server, "no scripted answer")))
     }
 
-    async fn cancel(&self, handle: &RemoteHandle) -> Answer {
+    async fn cancel(&self, _server: &ServerId, handle: &RemoteHandle) -> Answer {
         let id = handle.remote_task_id.expose().to_owned();
         self.pass_gate(CallKind::Cancel, &id, DriverCall::Cancel(id.clone()))
             .await;
@@ -603,7 +603,7 @@ impl Launcher for RecordingLauncher {
         outcome
     }
 
-    async fn run_status(&self, run: &RunId) -> Result<RunStatus, String> {
+    async fn run_status(&self, thread: &ThreadId, run: &RunId) -> Result<RunStatus, String> {
         let fail = {
             let mut s = lock(&self.inner.state);
             s.lookups.push(run.clone());
@@ -618,7 +618,7 @@ impl Launcher for RecordingLauncher {
         if fail {
             return Err("launcher lookup failed".into());
         }
-        self.inner.launcher.run_status(run).await
+        self.inner.launcher.run_status(thread, run).await
     }
 }
 
@@ -841,7 +841,8 @@ impl World {
             scope: scope(),
             server: SERVER.into(),
             name: name.to_owned(),
-            input: "{}".into(),
+            tool: "job".into(),
+            arguments: "{}".into(),
         }
     }
 

@@ -12,6 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use tasklatch_core::ids::ServerId;
 use tasklatch_core::ports::{Clock, Driver, DriverError, SubmitRequest, Submitted};
 use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
@@ -276,7 +277,7 @@ fn remote_id(key: RemoteKey) -> String {
 
 impl Driver for DriverDouble {
     async fn submit(&self, req: &SubmitRequest) -> Result<Submitted, DriverError> {
-        let key = RemoteKey::parse_input(&req.input)
+        let key = RemoteKey::parse_input(&req.arguments)
             .ok_or_else(|| DriverError::Rejected("input must name n= and attempt=".into()))?;
         let id = remote_id(key);
         let now = self.clock.now();
@@ -300,7 +301,11 @@ impl Driver for DriverDouble {
         })
     }
 
-    async fn get_status(&self, handle: &RemoteHandle) -> Result<RemoteReport, DriverError> {
+    async fn get_status(
+        &self,
+        _server: &ServerId,
+        handle: &RemoteHandle,
+    ) -> Result<RemoteReport, DriverError> {
         let now = self.clock.now();
         let mut w = self.world();
         let fail = self.transient(&mut w);
@@ -320,7 +325,11 @@ impl Driver for DriverDouble {
         Ok(task.report(now, id))
     }
 
-    async fn cancel(&self, handle: &RemoteHandle) -> Result<RemoteReport, DriverError> {
+    async fn cancel(
+        &self,
+        _server: &ServerId,
+        handle: &RemoteHandle,
+    ) -> Result<RemoteReport, DriverError> {
         let now = self.clock.now();
         let mut w = self.world();
         let fail = self.transient(&mut w);

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tasklatch_core::ids::RunId;
+use tasklatch_core::ids::{RunId, ThreadId};
 use tasklatch_core::ledger::LedgerLauncher;
 use tasklatch_core::ports::{Clock, LaunchOutcome, Launcher, RunRequest, RunStatus};
 use tasklatch_core::time::Timestamp;
@@ -131,14 +131,14 @@ impl Launcher for FaultyLauncher {
         outcome
     }
 
-    async fn run_status(&self, run: &RunId) -> Result<RunStatus, String> {
+    async fn run_status(&self, thread: &ThreadId, run: &RunId) -> Result<RunStatus, String> {
         let c = &self.inner.counters;
         c.lookups.fetch_add(1, Ordering::Relaxed);
         if self.roll(self.inner.faults.lookup) {
             c.lookup_failures.fetch_add(1, Ordering::Relaxed);
             return Err("injected: run lookup failed".into());
         }
-        self.inner.launcher.run_status(run).await
+        self.inner.launcher.run_status(thread, run).await
     }
 }
 

@@ -668,7 +668,8 @@ impl SubmitJob {
                 scope: scope.clone(),
                 server: "srv".into(),
                 name: format!("task {n}"),
-                input: key.input(),
+                tool: "job".into(),
+                arguments: key.input(),
             };
             match self.engine.submit(self.ids.as_ref(), cmd).await {
                 Ok(task_id) => {

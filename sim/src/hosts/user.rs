@@ -178,7 +178,8 @@ async fn submit(
         scope: scope(t.owner, t.thread),
         server: "mcp".into(),
         name: task_name(t.n),
-        input: format!("task-{}", t.n),
+        tool: "job".into(),
+        arguments: format!("task-{}", t.n),
     };
     let answer = engine
         .submit(&ids, cmd)

@@ -1,0 +1,66 @@
+//! Installing the pinned peers on first use, through the repo's own script.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// A real server the tests can start.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Peer {
+    /// `fastmcp[tasks]==4.1.4` in a virtualenv: the MCP tasks extension (2026-07-28).
+    FastMcp,
+    /// `@modelcontextprotocol/server-everything@2026.8.31` under an npm prefix: legacy tasks.
+    Everything,
+    /// `langgraph-cli[inmem]==0.4.40` in a virtualenv: the LangGraph Agent Server.
+    LangGraph,
+}
+
+impl Peer {
+    /// The name `scripts/install-peers` knows it by (and its folder under the peers dir).
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::FastMcp => "fastmcp",
+            Peer::Everything => "everything",
+            Peer::LangGraph => "langgraph",
+        }
+    }
+}
+
+/// The repository's root folder (this crate lives in `peers/`).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn peers_dir() -> PathBuf {
+    match std::env::var_os("TASKLATCH_PEERS_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => repo_root().join("target/peers"),
+    }
+}
+
+/// Installs `peer` if it is not installed yet (`scripts/install-peers NAME`: pinned, cached,
+/// safe to run from several test processes at once) and returns its folder. `Err` says what is
+/// missing (no python3, no npm, a failed download), with the script's own words.
+pub fn installed(peer: Peer) -> Result<PathBuf, String> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let script = repo_root().join("scripts/install-peers");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(peer.name())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e} (is bash installed?)", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "the real peer `{}` could not be installed by {} ({}):\n{}",
+            peer.name(),
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(peers_dir().join(peer.name()))
+}
