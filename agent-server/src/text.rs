@@ -52,8 +52,11 @@ impl Redactor {
     }
 
     /// The server's words from an error answer: its JSON `detail` field when it has one (the
-    /// Agent Server's error shape), else the start of the body as text.
+    /// Agent Server's error shape), else the start of the body as text, else `(empty body)`.
     pub fn body_detail(&self, body: &[u8]) -> String {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return "(empty body)".to_owned();
+        }
         let detail = serde_json::from_slice::<serde_json::Value>(body)
             .ok()
             .and_then(|v| v.get("detail").map(|d| d.to_string()));
@@ -98,6 +101,7 @@ mod tests {
         let html = format!("<html><body>{}</body></html>", "<p>oops</p>".repeat(500));
         let d = r.body_detail(html.as_bytes());
         assert!(d.starts_with("<html>") && d.ends_with('…'), "{d}");
+        assert_eq!(r.body_detail(b" "), "(empty body)");
         assert!(failure("x".repeat(2_000)).chars().count() <= MAX_SHOWN_ERROR);
     }
 }

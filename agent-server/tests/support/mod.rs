@@ -2,6 +2,8 @@
 //! client that looks at the server from the outside (threads, runs), and launcher builders.
 #![allow(dead_code)]
 
+pub mod fake;
+
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
