@@ -122,6 +122,7 @@ impl Http {
             }
             body.extend_from_slice(&chunk);
         }
+        debug_assert!(body.len() <= self.max_bytes);
         Ok(Answer { status, body })
     }
 

@@ -43,6 +43,7 @@ async fn the_launcher_against_langgraph_dev() {
     a_repeated_key_after_a_lost_answer_returns_the_same_run(&server).await;
     the_lookup_pages_back_to_an_older_run(&server).await;
     a_thread_of_another_owner_is_gone_when_owners_are_checked(&server).await;
+    the_server_duplicates_a_key_but_the_message_stays_single(&server).await;
 }
 
 async fn the_assistant_check_tells_a_missing_assistant(server: &LangGraph) {
@@ -227,4 +228,46 @@ async fn a_thread_of_another_owner_is_gone_when_owners_are_checked(server: &Lang
     );
     wait_terminal(&launcher, &thread, &run, RUN_LIMIT).await;
     assert_eq!(server.runs(&thread).await.len(), 1);
+}
+
+/// The premise of the lookup, and what the residual window costs: the server itself makes two
+/// runs for two creates with the same key (no idempotency) — but, the message id being a
+/// function of the key, the thread's state holds one notification message, not two.
+async fn the_server_duplicates_a_key_but_the_message_stays_single(server: &LangGraph) {
+    let launcher = server.launcher(|_| {});
+    let thread = server.create_thread(json!({})).await;
+    let req = request("task:tsk_h:1:0", &thread, "twice");
+    let body = run_body("echo", &req);
+    for _ in 0..2 {
+        let run = server
+            .post_json(&format!("/threads/{thread}/runs"), &body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .text()
+            .await
+            .unwrap_or_default();
+        let run: serde_json::Value =
+            serde_json::from_str(&run).unwrap_or_else(|e| panic!("{e}: {run}"));
+        let id = RunId(run["run_id"].as_str().unwrap_or_default().to_owned());
+        assert_eq!(
+            wait_terminal(&launcher, &thread, &id, RUN_LIMIT).await,
+            RunStatus::Success
+        );
+    }
+    assert_eq!(
+        server.runs(&thread).await.len(),
+        2,
+        "no idempotency on the server"
+    );
+    let state = server.thread_state(&thread).await;
+    let messages = state["values"]["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let notifications = messages
+        .iter()
+        .filter(|m| m["additional_kwargs"][NOTIFICATION_FLAG] == true)
+        .count();
+    assert_eq!(notifications, 1, "{messages:?}");
 }

@@ -104,6 +104,12 @@ impl LangGraph {
         }
     }
 
+    /// The thread's current state (`GET /threads/{id}/state`).
+    pub async fn thread_state(&self, thread: &ThreadId) -> Value {
+        self.send(self.http.get(self.url(&format!("/threads/{thread}/state"))))
+            .await
+    }
+
     /// One run, whole.
     pub async fn run(&self, thread: &ThreadId, run: &RunId) -> Value {
         self.send(
