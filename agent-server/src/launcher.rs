@@ -1,0 +1,188 @@
+//! [`AgentServerLauncher`]: the engine's [`Launcher`] port over the LangGraph Agent Server runs
+//! API (`langgraph dev`, LangGraph Platform, and gateways that follow its API).
+//!
+//! `start_run`: (owner check, if configured) → key lookup among the thread's runs → create.
+//!
+//! | what happens | outcome |
+//! |---|---|
+//! | thread id is not a canonical UUID (the server cannot hold it; it would answer 422) | `ThreadGone`, no request made |
+//! | a run of the thread holds the key in its metadata | `Started(that run)`, nothing created |
+//! | run list or create answers 404 (assistant re-checked and present) | `ThreadGone` |
+//! | create answers 404 and the assistant is missing or cannot be checked | `Failed` |
+//! | create answers 409 | `Busy` (nothing queued: `multitask_strategy` is always `reject`) |
+//! | create answers 2xx with a run id (UUID) for this thread | `Started(run)` |
+//! | 2xx without a valid run id, any other status (422, 5xx, 3xx…), a timeout, an answer over the byte limit, a broken exchange | `Failed` (bounded, secret-free; the run may exist, and a retry with the same key finds it) |
+//!
+//! The whole call — every request of it — ends within `request_timeout`; the create is not sent
+//! once that deadline has passed, so a worker that stalled after its lookup does not create a
+//! run late (README "What window remains").
+//!
+//! `run_status`: `GET /threads/{thread}/runs/{run}` → the status; 404 (run or thread gone) or an
+//! id the server cannot hold → `Missing`; anything else → `Err`.
+
+use crate::check::{assistant_exists, thread_owned_by, CheckError};
+use crate::config::{AgentServerConfig, ConfigError, ValidConfig};
+use crate::http::Http;
+use crate::ids::is_uuid;
+use crate::lookup::{find_run, Lookup};
+use crate::text::failure;
+use crate::wire::{parse_run, run_body};
+use std::time::Instant;
+use tasklatch_core::ids::{RunId, ThreadId};
+use tasklatch_core::ports::{LaunchOutcome, Launcher, RunRequest, RunStatus};
+
+/// Starts notification runs on an Agent Server. Cheap to share behind an `Arc`; one connection
+/// pool for all calls.
+pub struct AgentServerLauncher {
+    cfg: ValidConfig,
+    http: Http,
+}
+
+impl AgentServerLauncher {
+    /// A launcher for `config` (validated here). Makes no request: call [`Self::check`] before
+    /// the first launch.
+    pub fn new(config: &AgentServerConfig) -> Result<Self, ConfigError> {
+        let cfg = config.validate()?;
+        let http = Http::new(&cfg)?;
+        Ok(AgentServerLauncher { cfg, http })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &ValidConfig {
+        &self.cfg
+    }
+
+    /// The start-up check the worker makes once before launching anything: the server answers,
+    /// accepts our credentials, and has the configured assistant. Without it a missing
+    /// assistant would look like a missing thread (the server answers the same 404).
+    pub async fn check(&self) -> Result<(), CheckError> {
+        assistant_exists(&self.http, &self.cfg).await
+    }
+
+    async fn launch(&self, req: &RunRequest, deadline: Instant) -> LaunchOutcome {
+        if let Some(key) = &self.cfg.owner_metadata_key {
+            match thread_owned_by(&self.http, key, &req.thread, &req.owner).await {
+                Ok(true) => {}
+                Ok(false) => return LaunchOutcome::ThreadGone,
+                Err(e) => return LaunchOutcome::Failed(failure(e)),
+            }
+        }
+        match find_run(&self.http, &self.cfg, &req.thread, &req.key).await {
+            Ok(Lookup::Found(run)) => return LaunchOutcome::Started(run),
+            Ok(Lookup::ThreadGone) => return LaunchOutcome::ThreadGone,
+            Ok(Lookup::Absent { window_exhausted }) if window_exhausted => tracing::warn!(
+                thread = %req.thread,
+                key = %req.key,
+                "run lookup read its page limit without reaching the thread's first run"
+            ),
+            Ok(Lookup::Absent { .. }) => {}
+            Err(e) => return LaunchOutcome::Failed(e),
+        }
+        if Instant::now() >= deadline {
+            return LaunchOutcome::Failed(failure(
+                "the call's deadline passed before the create; nothing was created",
+            ));
+        }
+        self.create(req).await
+    }
+
+    async fn create(&self, req: &RunRequest) -> LaunchOutcome {
+        let path = format!("/threads/{}/runs", req.thread);
+        let answer = match self
+            .http
+            .post(&path, &run_body(&self.cfg.assistant_id, req))
+            .await
+        {
+            Ok(answer) => answer,
+            Err(e) => {
+                return LaunchOutcome::Failed(failure(format_args!(
+                    "create: {e}; the run may or may not exist"
+                )))
+            }
+        };
+        match answer.status {
+            200..=299 => created(&req.thread, &answer.body),
+            409 => LaunchOutcome::Busy,
+            404 => self.not_found().await,
+            status => LaunchOutcome::Failed(failure(format_args!(
+                "create: HTTP {status}: {}",
+                self.http.redactor().body_detail(&answer.body)
+            ))),
+        }
+    }
+
+    /// A 404 on create: the thread is gone — unless the assistant is.
+    async fn not_found(&self) -> LaunchOutcome {
+        match self.check().await {
+            Ok(()) => LaunchOutcome::ThreadGone,
+            Err(e) => LaunchOutcome::Failed(failure(format_args!(
+                "create answered 404 and the assistant check says: {e}"
+            ))),
+        }
+    }
+}
+
+/// A 2xx answer to a create: the run, if it is a valid run of this thread.
+fn created(thread: &ThreadId, body: &[u8]) -> LaunchOutcome {
+    match parse_run(body) {
+        Ok(run)
+            if run
+                .thread_id
+                .as_deref()
+                .is_some_and(|t| !t.eq_ignore_ascii_case(thread.as_str())) =>
+        {
+            LaunchOutcome::Failed(failure("create: the answer names another thread"))
+        }
+        Ok(run) => LaunchOutcome::Started(run.run_id),
+        Err(why) => LaunchOutcome::Failed(failure(format_args!(
+            "create: {why}; the run may exist, a retry with the same key finds it"
+        ))),
+    }
+}
+
+impl Launcher for AgentServerLauncher {
+    async fn start_run(&self, req: RunRequest) -> LaunchOutcome {
+        if !is_uuid(req.thread.as_str()) {
+            return LaunchOutcome::ThreadGone;
+        }
+        let budget = self.cfg.request_timeout;
+        let deadline = Instant::now() + budget;
+        let outcome = match tokio::time::timeout(budget, self.launch(&req, deadline)).await {
+            Ok(outcome) => outcome,
+            Err(_) => LaunchOutcome::Failed(failure(format_args!(
+                "no outcome within {} ms; the run may or may not exist",
+                budget.as_millis()
+            ))),
+        };
+        tracing::debug!(thread = %req.thread, key = %req.key, ?outcome, "agent server launch");
+        outcome
+    }
+
+    async fn run_status(&self, thread: &ThreadId, run: &RunId) -> Result<RunStatus, String> {
+        if !is_uuid(thread.as_str()) || !is_uuid(run.as_str()) {
+            return Ok(RunStatus::Missing);
+        }
+        let answer = self
+            .http
+            .get(&format!("/threads/{thread}/runs/{run}"))
+            .await
+            .map_err(|e| failure(format_args!("run status: {e}")))?;
+        match answer.status {
+            200 => {
+                let found = parse_run(&answer.body)
+                    .map_err(|why| failure(format_args!("run status: {why}")))?;
+                if !found.run_id.as_str().eq_ignore_ascii_case(run.as_str()) {
+                    return Err(failure("run status: the answer names another run"));
+                }
+                found
+                    .status
+                    .ok_or_else(|| failure("run status: the answer has no known status"))
+            }
+            404 => Ok(RunStatus::Missing),
+            status => Err(failure(format_args!(
+                "run status: HTTP {status}: {}",
+                self.http.redactor().body_detail(&answer.body)
+            ))),
+        }
+    }
+}
