@@ -21,8 +21,14 @@ pub const MAX_ANSWER_BYTES: usize = 64 << 10;
 
 /// The MCP tasks driver: the tasks extension (2026-07-28) on rmcp and legacy tasks
 /// (2025-11-25), per server as configured. Every task keeps the protocol it was created with
-/// (in its driver data).
+/// (in its driver data). Clones share everything (clients, counters): one driver serves all the
+/// engine lanes of a worker.
+#[derive(Clone)]
 pub struct McpDriver {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     servers: BTreeMap<ServerId, Server>,
     connections: Connections,
     sent: Arc<AtomicU64>,
@@ -45,15 +51,17 @@ impl McpDriver {
             servers.insert(ServerId::from(id), built);
         }
         Ok(McpDriver {
-            servers,
-            connections: Connections::default(),
-            sent,
+            inner: Arc::new(Inner {
+                servers,
+                connections: Connections::default(),
+                sent,
+            }),
         })
     }
 
     /// HTTP requests sent so far, to every server, by both protocols.
     pub fn requests_sent(&self) -> u64 {
-        self.sent.load(Ordering::Relaxed)
+        self.inner.sent.load(Ordering::Relaxed)
     }
 
     /// Answers the question `question_id` (a public id from the task's `input_request`) of an
@@ -82,7 +90,14 @@ impl McpDriver {
         let remote_id = handle.remote_task_id.expose();
         match DriverData::decode(handle.driver_data.expose())? {
             DriverData::Extension => {
-                extension::answer(&self.connections, server, remote_id, question_id, response).await
+                extension::answer(
+                    &self.inner.connections,
+                    server,
+                    remote_id,
+                    question_id,
+                    response,
+                )
+                .await
             }
             DriverData::Legacy { .. } => Err(DriverError::Rejected(
                 "answering is not supported for legacy (2025-11-25) tasks".into(),
@@ -94,7 +109,8 @@ impl McpDriver {
     }
 
     fn server(&self, id: &ServerId) -> Result<&Server, DriverError> {
-        self.servers
+        self.inner
+            .servers
             .get(id)
             .ok_or_else(|| DriverError::Rejected(format!("no MCP server `{id}` is configured")))
     }
@@ -110,7 +126,7 @@ impl McpDriver {
         match speaks {
             Some(Speaks::Legacy) => legacy::submit(server, tool, arguments).await,
             Some(Speaks::Extension) => {
-                extension::submit(&self.connections, server, tool, arguments)
+                extension::submit(&self.inner.connections, server, tool, arguments)
                     .await
                     .map_err(|e| {
                         e.unwrap_or_else(|| {
@@ -121,7 +137,9 @@ impl McpDriver {
                     })
             }
             None => {
-                match extension::submit(&self.connections, server, tool, arguments.clone()).await {
+                match extension::submit(&self.inner.connections, server, tool, arguments.clone())
+                    .await
+                {
                     Ok(submitted) => {
                         *server.speaks.lock().await = Some(Speaks::Extension);
                         Ok(submitted)
@@ -170,7 +188,7 @@ impl Driver for McpDriver {
         let remote_id = handle.remote_task_id.expose();
         match DriverData::decode(handle.driver_data.expose())? {
             DriverData::Extension => {
-                extension::get_status(&self.connections, server, remote_id).await
+                extension::get_status(&self.inner.connections, server, remote_id).await
             }
             DriverData::Legacy { session } => legacy::get_status(server, remote_id, &session).await,
             DriverData::Inline => Err(inline_task()),
@@ -185,7 +203,9 @@ impl Driver for McpDriver {
         let server = self.server(server)?;
         let remote_id = handle.remote_task_id.expose();
         match DriverData::decode(handle.driver_data.expose())? {
-            DriverData::Extension => extension::cancel(&self.connections, server, remote_id).await,
+            DriverData::Extension => {
+                extension::cancel(&self.inner.connections, server, remote_id).await
+            }
             DriverData::Legacy { session } => legacy::cancel(server, remote_id, &session).await,
             DriverData::Inline => Err(inline_task()),
         }
