@@ -1,0 +1,89 @@
+//! One configured server, ready to be called: its HTTP client (shared by both protocols), its
+//! headers, the secrets its errors must never echo, and — for `protocol = "auto"` — the
+//! protocol it turned out to speak.
+
+use crate::config::{Protocol, ServerConfig};
+use crate::counting::CountingClient;
+use crate::redact::Redactor;
+use reqwest::header::{HeaderName, HeaderValue};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+use tasklatch_core::ids::ServerId;
+
+/// The protocol a server was found (or configured) to speak.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Speaks {
+    /// The tasks extension.
+    Extension,
+    /// Legacy tasks.
+    Legacy,
+}
+
+/// A server with everything needed to call it.
+pub(crate) struct Server {
+    /// The id tasks name it by.
+    pub id: ServerId,
+    /// Its configuration (validated).
+    pub config: ServerConfig,
+    /// The HTTP client: no redirects, the request timeout, requests counted.
+    pub http: CountingClient,
+    /// The configured extra headers, marked sensitive.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Cuts the header values out of any text.
+    pub redactor: Redactor,
+    /// What `auto` found; fixed protocols are set from the start.
+    pub speaks: tokio::sync::Mutex<Option<Speaks>>,
+}
+
+impl Server {
+    /// Builds the server's client. `config` must have passed validation; a header that still
+    /// fails to convert is an `Err` (naming the header, never its value).
+    pub(crate) fn new(
+        id: ServerId,
+        config: ServerConfig,
+        counter: Arc<AtomicU64>,
+    ) -> Result<Self, String> {
+        let timeout = config.request_timeout();
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|_| "cannot build the HTTP client".to_owned())?;
+        let mut headers = Vec::new();
+        for (name, value) in &config.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("header {name}: invalid name"))?;
+            let mut value = HeaderValue::from_str(value.expose())
+                .map_err(|_| format!("header {name}: invalid value"))?;
+            value.set_sensitive(true);
+            headers.push((name, value));
+        }
+        let redactor = Redactor::default().with_all(config.headers.values().map(|v| v.expose()));
+        let speaks = match config.protocol {
+            Protocol::Auto => None,
+            Protocol::Extension => Some(Speaks::Extension),
+            Protocol::Legacy => Some(Speaks::Legacy),
+        };
+        Ok(Server {
+            id,
+            config,
+            http: CountingClient::new(http, counter),
+            headers,
+            redactor,
+            speaks: tokio::sync::Mutex::new(speaks),
+        })
+    }
+
+    /// The request timeout.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.config.request_timeout()
+    }
+
+    /// The answer size limit in bytes.
+    pub(crate) fn limit(&self) -> usize {
+        self.config.max_response_bytes
+    }
+}
