@@ -26,11 +26,25 @@ impl Peer {
     }
 }
 
-/// The repository's root folder (this crate lives in `peers/`).
+/// The repository's root folder: the nearest folder holding `scripts/install-peers`, looked for
+/// upwards from the running test's package (`CARGO_MANIFEST_DIR` at run time, as `cargo test`
+/// sets it), then from the current folder, then from where this crate was compiled. (A build
+/// directory reused from another checkout must not send the tests to that checkout.)
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(PathBuf::from)
+    let starts = [
+        std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
+        std::env::current_dir().ok(),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+    ];
+    starts
+        .into_iter()
+        .flatten()
+        .find_map(|start| {
+            start
+                .ancestors()
+                .find(|dir| dir.join("scripts/install-peers").is_file())
+                .map(PathBuf::from)
+        })
         .unwrap_or_else(|| PathBuf::from("."))
 }
 

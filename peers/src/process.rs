@@ -204,7 +204,12 @@ fn signal_group(pid: u32, signal: &str) {
 }
 
 impl Drop for PeerProcess {
+    /// Stops the process; removes its log unless the thread is panicking (a failing test keeps
+    /// the log, whose path its message names).
     fn drop(&mut self) {
         self.stop();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.log);
+        }
     }
 }
