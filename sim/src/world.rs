@@ -4,12 +4,13 @@
 use crate::backend::Backend;
 use crate::checker::{self, Verdict};
 use crate::ctx::{Ctx, EPOCH_SECS};
-use crate::db_wire::{StoreRequest, StoreResponse};
 use crate::history::{history_hash, Entry, Event};
 use crate::hosts::gateway::GatewayState;
 use crate::hosts::mcp::{view_at, McpState};
 use crate::hosts::{db, gateway, mcp, user, worker};
+use crate::naming::worker_host;
 use crate::plan::{FaultKind, Plan, Service};
+use crate::wire::db::{StoreRequest, StoreResponse};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
@@ -184,10 +185,6 @@ pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
 
 /// Message latency outside latency faults.
 const BASE_LATENCY: Duration = Duration::from_millis(15);
-
-fn worker_host(w: u32) -> String {
-    format!("worker-{w}")
-}
 
 /// Applies the plan's network faults and crashes as simulated time passes.
 struct Driver {

@@ -3,7 +3,8 @@
 use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::history::{parse_key, Event, LaunchAnswer, RemoteOp};
-use crate::mcp_wire::McpAnswer;
+use crate::naming::task_label;
+use crate::wire::mcp::McpAnswer;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::policy::FAILURE_BUDGET;
 use tasklatch_core::ports::RunStatus;
@@ -132,7 +133,7 @@ fn lost(f: &Facts<'_>, v: &mut Verdict) {
         };
         v.push(
             Invariant::Lost,
-            Some(format!("task-{n}")),
+            Some(task_label(n)),
             Some(served_at),
             format!("final state `{}` never delivered ({what})", expected.status),
         );
@@ -311,7 +312,7 @@ fn noisy(f: &Facts<'_>, v: &mut Verdict) {
                 v.counts.noisy += 1;
                 v.push(
                     Invariant::Noisy,
-                    Some(format!("task-{n}")),
+                    Some(task_label(n)),
                     Some(entry_b),
                     format!(
                         "versions {va} and {vb} carry the same event with no change in between"

@@ -2,9 +2,9 @@
 //! and how they ended. Built once; every invariant check reads from here.
 
 use crate::history::{parse_key, Entry, Event, LaunchAnswer, RemoteOp};
-use crate::hosts::user::{owner_name, task_name, thread_name};
-use crate::mcp_wire::McpAnswer;
+use crate::naming::{owner_name, task_label, task_name, thread_name};
 use crate::plan::Plan;
+use crate::wire::mcp::McpAnswer;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::event::Event as TaskEvent;
 use tasklatch_core::ports::RunStatus;
@@ -161,7 +161,7 @@ impl<'a> Facts<'a> {
 
     /// `task-{n}` of a task id.
     pub fn label(&self, task_id: &str) -> Option<String> {
-        self.n_of.get(task_id).map(|n| format!("task-{n}"))
+        self.n_of.get(task_id).map(|n| task_label(*n))
     }
 
     /// The remote handle of task `n`, as the remote server created it.

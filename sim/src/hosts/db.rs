@@ -5,10 +5,10 @@
 
 use crate::backend::Backend;
 use crate::ctx::{now_ms, Ctx};
-use crate::db_wire::{Envelope, StoreRequest, StoreResponse};
 use crate::history::{Event, Grant, RowWrite};
 use crate::plan::{FaultKind, Service};
-use crate::wire::{serve, Reply};
+use crate::wire::db::{Envelope, StoreRequest, StoreResponse};
+use crate::wire::rpc::{serve, Reply};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tasklatch_core::lease::LeaseKind;

@@ -2,12 +2,13 @@
 //! run), 409 while a run is active on the thread, 404 for deleted threads, and a simulated
 //! agent runtime that ends each run after a while — successfully unless a fault says otherwise.
 
-use crate::backend::{Backend, LedgerAnswer, LedgerCall};
+use crate::backend::Backend;
 use crate::ctx::{now_ms, timestamp, Ctx};
-use crate::gateway_wire::{GatewayRequest, GatewayResponse};
 use crate::history::{Event, LaunchAnswer};
+use crate::ledger_call::{LedgerAnswer, LedgerCall};
 use crate::plan::{BadEnd, FaultKind, Service};
-use crate::wire::{serve, Reply};
+use crate::wire::gateway::{GatewayRequest, GatewayResponse};
+use crate::wire::rpc::{serve, Reply};
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -7,9 +7,10 @@
 
 use crate::ctx::{now_ms, Ctx};
 use crate::history::{Event, RemoteOp};
-use crate::mcp_wire::{McpAnswer, McpRequest, WireHint, WireReport, WireText};
+use crate::naming::{task_label, task_number};
 use crate::plan::{Content, FaultKind, QuirkKind, ScriptStatus, Service, TaskPlan};
-use crate::wire::{serve, Reply};
+use crate::wire::mcp::{McpAnswer, McpRequest, WireHint, WireReport, WireText};
+use crate::wire::rpc::{serve, Reply};
 use rand::RngCore;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -249,9 +250,8 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
     let (remote_id, op, answer) = match req {
         McpRequest::Submit { owner, input } => {
-            let Some(plan) = input
-                .strip_prefix("task-")
-                .and_then(|n| n.parse::<u32>().ok())
+            let Some(plan) = task_number(&input)
+                .and_then(|n| u32::try_from(n).ok())
                 .and_then(|n| ctx.plan.task(n))
             else {
                 return Reply::Send(McpAnswer::Rejected("unknown job".into()));
@@ -267,11 +267,7 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
                 .cloned();
             let task = match (duplicate, earlier) {
                 (true, Some(e)) => {
-                    ctx.exercised(
-                        "remote_duplicate_handle",
-                        "mcp",
-                        Some(format!("task-{}", plan.n)),
-                    );
+                    ctx.exercised("remote_duplicate_handle", "mcp", Some(task_label(plan.n)));
                     e
                 }
                 _ => {
@@ -290,7 +286,7 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
                     ctx.history.label(&t_new.remote_id, plan.n);
                     ctx.history.record(
                         "mcp",
-                        Some(format!("task-{}", plan.n)),
+                        Some(task_label(plan.n)),
                         Event::RemoteCreated {
                             n: plan.n,
                             remote_id: t_new.remote_id.clone(),
@@ -373,7 +369,7 @@ fn served_view(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnsw
         return McpAnswer::Unknown;
     };
     let view = view_at(task, plan, t);
-    let label = Some(format!("task-{}", task.n));
+    let label = Some(task_label(task.n));
     if let Some(what) = exercised_by(&view) {
         ctx.exercised(what, "mcp", label.clone());
     }

@@ -7,8 +7,8 @@
 
 use crate::coverage::fault_name;
 use crate::history::{Entry, Event, LaunchAnswer, RowWrite};
-use crate::mcp_wire::{McpAnswer, WireReport};
 use crate::plan::{Fault, FaultKind, Plan};
+use crate::wire::mcp::{McpAnswer, WireReport};
 use tasklatch_core::store::CancelOutcome;
 
 /// Longest summary, in characters.
