@@ -1,8 +1,9 @@
 //! What every host of one run shares: the plan, the history, the timings, and which faults
 //! have fired. Hosts read faults from the plan by simulated time; nothing here is random.
 
+use crate::fault::{Fault, FaultKind};
 use crate::history::{Event, History};
-use crate::plan::{Fault, FaultKind, Plan};
+use crate::plan::Plan;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -24,6 +25,9 @@ pub struct Timeouts {
     pub launcher: Duration,
 }
 
+/// How long a lease of the simulated engines lasts (poll, notify and cancel alike).
+pub const LEASE_MS: u64 = 15_000;
+
 /// How often a worker lane runs a pass of its loops.
 pub const PASS_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -34,9 +38,9 @@ pub fn sim_policy() -> Policy {
     Policy {
         poll_interval: Duration::from_secs(5),
         max_poll_backoff: Duration::from_secs(40),
-        poll_lease: Duration::from_secs(15),
-        notify_lease: Duration::from_secs(15),
-        cancel_lease: Duration::from_secs(15),
+        poll_lease: Duration::from_millis(LEASE_MS),
+        notify_lease: Duration::from_millis(LEASE_MS),
+        cancel_lease: Duration::from_millis(LEASE_MS),
         run_check_interval: Duration::from_secs(2),
         retry_base: Duration::from_secs(2),
         max_retry_backoff: Duration::from_secs(20),

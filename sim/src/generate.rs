@@ -1,6 +1,8 @@
 //! Plans from seeds, swarm-style: the seed picks which fault kinds are on and how hard, then
 //! draws the workload and the timed faults. Same seed, same plan.
 
+use crate::ctx::LEASE_MS;
+use crate::fault::*;
 use crate::plan::*;
 use rand::seq::IndexedRandom;
 use rand::Rng;
@@ -20,8 +22,6 @@ pub struct Knobs {
 pub const CHAOS_MS: u64 = 180_000;
 /// Scripts and user actions end this long before the chaos phase does.
 const QUIET_TAIL_MS: u64 = 20_000;
-/// How long a worker lease lasts in the simulation (see `ctx::sim_policy`).
-const LEASE_MS: u64 = 15_000;
 
 /// Families of faults the swarm switches on or off per seed.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]

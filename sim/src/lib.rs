@@ -13,6 +13,7 @@ pub mod campaign;
 pub mod checker;
 pub mod coverage;
 pub mod ctx;
+pub mod fault;
 pub mod fixture;
 pub mod generate;
 pub mod history;

@@ -12,7 +12,8 @@
 
 use crate::campaign::{run_plan, BackendFactory};
 use crate::checker::{Invariant, Violation};
-use crate::plan::{FaultKind, Plan, UserAction};
+use crate::fault::Fault;
+use crate::plan::{Plan, UserAction};
 use crate::world::RunOptions;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -215,7 +216,7 @@ fn without_tasks(p: &Plan, r: std::ops::Range<usize>) -> Plan {
         UserAction::Cancel { task, .. } | UserAction::ForeignCancel { task, .. } => {
             !gone.contains(task)
         }
-        _ => true,
+        UserAction::DeleteThread { .. } | UserAction::List { .. } => true,
     });
     q
 }
@@ -245,14 +246,9 @@ fn fewer_workers(p: &Plan) -> Option<Plan> {
     }
     let mut q = p.clone();
     q.workers -= 1;
-    q.faults.retain(|f| match f.kind {
-        FaultKind::Crash { worker }
-        | FaultKind::Pause { worker, .. }
-        | FaultKind::Partition { worker, .. }
-        | FaultKind::Hold { worker, .. }
-        | FaultKind::Skew { worker, .. } => worker < q.workers,
-        _ => true,
-    });
+    let workers = q.workers;
+    q.faults
+        .retain(|f| f.kind.target().worker().is_none_or(|w| w < workers));
     Some(q)
 }
 
@@ -260,41 +256,19 @@ fn fewer_workers(p: &Plan) -> Option<Plan> {
 fn weaker(p: &Plan, i: usize) -> Vec<Plan> {
     let f = &p.faults[i];
     let mut out = Vec::new();
-    let mut with = |fault: crate::plan::Fault| {
+    let mut with = |fault: Fault| {
         let mut q = p.clone();
         q.faults[i] = fault;
         out.push(q);
     };
     if f.for_ms >= 2_000 {
-        with(crate::plan::Fault {
+        with(Fault {
             for_ms: f.for_ms / 2,
             ..f.clone()
         });
     }
-    let milder = match &f.kind {
-        FaultKind::LoseReplies { service, one_in } if *one_in < 64 => {
-            Some(FaultKind::LoseReplies {
-                service: *service,
-                one_in: one_in * 2,
-            })
-        }
-        FaultKind::Latency { max_ms } if *max_ms >= 100 => {
-            Some(FaultKind::Latency { max_ms: max_ms / 2 })
-        }
-        FaultKind::Skew { worker, skew_ms } if skew_ms.abs() >= 200 => Some(FaultKind::Skew {
-            worker: *worker,
-            skew_ms: skew_ms / 2,
-        }),
-        FaultKind::SlowRuns { run_ms } if *run_ms >= 2_000 => {
-            Some(FaultKind::SlowRuns { run_ms: run_ms / 2 })
-        }
-        FaultKind::SlowRemote { delay_ms } if *delay_ms >= 400 => Some(FaultKind::SlowRemote {
-            delay_ms: delay_ms / 2,
-        }),
-        _ => None,
-    };
-    if let Some(kind) = milder {
-        with(crate::plan::Fault { kind, ..f.clone() });
+    if let Some(kind) = f.kind.milder() {
+        with(Fault { kind, ..f.clone() });
     }
     out
 }

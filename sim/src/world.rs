@@ -4,12 +4,13 @@
 use crate::backend::Backend;
 use crate::checker::{self, Verdict};
 use crate::ctx::{Ctx, EPOCH_SECS};
+use crate::fault::{Fault, FaultKind, Service};
 use crate::history::{history_hash, Entry, Event};
 use crate::hosts::gateway::GatewayState;
 use crate::hosts::mcp::{view_at, McpState};
 use crate::hosts::{db, gateway, mcp, user, worker};
 use crate::naming::worker_host;
-use crate::plan::{FaultKind, Plan, Service};
+use crate::plan::Plan;
 use crate::wire::db::{StoreRequest, StoreResponse};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -195,7 +196,7 @@ struct Driver {
     applied: BTreeMap<(u32, Service), LinkState>,
     crashed: BTreeMap<u32, u32>,
     latency: BTreeMap<usize, u64>,
-    faults: Vec<crate::plan::Fault>,
+    faults: Vec<Fault>,
 }
 
 impl Driver {

@@ -5,8 +5,8 @@
 
 use crate::backend::Backend;
 use crate::ctx::{now_ms, Ctx};
+use crate::fault::{FaultKind, Service};
 use crate::history::{Event, Grant, RowWrite};
-use crate::plan::{FaultKind, Service};
 use crate::wire::db::{Envelope, StoreRequest, StoreResponse};
 use crate::wire::rpc::{serve, Reply};
 use std::sync::atomic::{AtomicU64, Ordering};

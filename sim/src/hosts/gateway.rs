@@ -4,9 +4,9 @@
 
 use crate::backend::Backend;
 use crate::ctx::{now_ms, timestamp, Ctx};
+use crate::fault::{BadEnd, FaultKind, Service};
 use crate::history::{Event, LaunchAnswer};
 use crate::ledger_call::{LedgerAnswer, LedgerCall};
-use crate::plan::{BadEnd, FaultKind, Service};
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
 use crate::wire::rpc::{serve, Reply};
 use rand::Rng;

@@ -6,9 +6,10 @@
 //! from the state the engine applied.
 
 use crate::ctx::{now_ms, Ctx};
+use crate::fault::{FaultKind, Service};
 use crate::history::{Event, RemoteOp};
 use crate::naming::{task_label, task_number};
-use crate::plan::{Content, FaultKind, QuirkKind, ScriptStatus, Service, TaskPlan};
+use crate::plan::{Content, QuirkKind, ScriptStatus, TaskPlan};
 use crate::wire::mcp::{McpAnswer, McpRequest, WireHint, WireReport, WireText};
 use crate::wire::rpc::{serve, Reply};
 use rand::RngCore;

@@ -1,8 +1,8 @@
 //! The engine's clock: simulated time plus the worker's active skew.
 
 use crate::ctx::{timestamp, Ctx};
+use crate::fault::FaultKind;
 use crate::naming::worker_host;
-use crate::plan::FaultKind;
 use std::sync::Arc;
 use tasklatch_core::ports::Clock;
 use tasklatch_core::time::Timestamp;

@@ -16,7 +16,7 @@ pub use launcher::RpcLauncher;
 pub use store::RpcStore;
 
 use crate::ctx::{now_ms, Ctx};
-use crate::plan::FaultKind;
+use crate::fault::FaultKind;
 use std::sync::Arc;
 use std::time::Duration;
 use tasklatch_core::engine::Engine;
