@@ -4,6 +4,7 @@
 use crate::backend::Backend;
 use crate::checker::{Counts, Violation};
 use crate::coverage;
+use crate::ctx::sim_policy;
 use crate::generate::{generate, Knobs};
 use crate::plan::Plan;
 use crate::world::{run, RunOptions, RunOutcome};
@@ -16,6 +17,33 @@ use tasklatch_core::mutation::Mutant;
 
 /// Builds a fresh backend for each run (the Postgres backend creates a fresh database).
 pub type BackendFactory = Arc<dyn Fn(Option<Mutant>) -> Result<Backend, String> + Send + Sync>;
+
+/// The backends runs use: a fresh in-memory model each, or with `postgres` a fresh database
+/// each (where, see `tasklatch_pg::harness`).
+pub fn backends(postgres: bool) -> BackendFactory {
+    if postgres {
+        Arc::new(|mutant| Backend::postgres(sim_policy(), mutant))
+    } else {
+        Arc::new(|_| Ok(Backend::memory(sim_policy())))
+    }
+}
+
+/// Parallel simulations: `requested`, else one per core; on Postgres never more than the
+/// cores (each run holds a database connection and a blocking thread).
+pub fn threads(requested: Option<u32>, postgres: bool) -> usize {
+    let cores = cores();
+    let threads = requested.map_or(cores, |t| t as usize);
+    if postgres {
+        threads.min(cores)
+    } else {
+        threads
+    }
+}
+
+/// The machine's cores (1 when unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
 
 /// How to run a campaign.
 #[derive(Clone)]
