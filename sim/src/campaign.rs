@@ -141,6 +141,27 @@ pub fn run_plan(
     run(plan, backend, opts)
 }
 
+/// Runs seed `seed` of a campaign on a fresh backend.
+fn run_seed(
+    opts: &CampaignOptions,
+    backends: &BackendFactory,
+    seed: u64,
+) -> Result<SeedResult, String> {
+    let backend = backends(opts.mutant)?;
+    let plan = generate(seed, &opts.knobs);
+    let out = run_plan(&plan, backend, &opts.run, opts.mutant);
+    Ok(SeedResult {
+        seed,
+        violation: out.verdict.first().cloned(),
+        violations: out.verdict.violations.len(),
+        hash: out.hash,
+        sim: out.sim_elapsed,
+        wall: out.wall,
+        fired: coverage::fired(&plan, &out.entries).into_iter().collect(),
+        counts: out.verdict.counts.clone(),
+    })
+}
+
 /// Runs every seed of `opts`, calling `progress` after each.
 pub fn run_campaign(
     opts: &CampaignOptions,
@@ -166,25 +187,13 @@ pub fn run_campaign(
                 if seed >= opts.seeds.end {
                     return;
                 }
-                let backend = match backends(opts.mutant) {
-                    Ok(b) => b,
+                let result = match run_seed(opts, &backends, seed) {
+                    Ok(r) => r,
                     Err(e) => {
                         *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                         stop.store(true, Ordering::SeqCst);
                         return;
                     }
-                };
-                let plan = generate(seed, &opts.knobs);
-                let out = run_plan(&plan, backend, &opts.run, opts.mutant);
-                let result = SeedResult {
-                    seed,
-                    violation: out.verdict.first().cloned(),
-                    violations: out.verdict.violations.len(),
-                    hash: out.hash,
-                    sim: out.sim_elapsed,
-                    wall: out.wall,
-                    fired: coverage::fired(&plan, &out.entries).into_iter().collect(),
-                    counts: out.verdict.counts.clone(),
                 };
                 let failed = result.violation.is_some();
                 if failed && opts.stop_at_first_failure {

@@ -381,3 +381,109 @@ impl FaultKind {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One fault of every kind.
+    fn every_kind() -> Vec<FaultKind> {
+        vec![
+            FaultKind::Crash { worker: 1 },
+            FaultKind::Pause { worker: 1, lane: 0 },
+            FaultKind::Partition {
+                worker: 1,
+                service: Service::Db,
+            },
+            FaultKind::Hold {
+                worker: 1,
+                service: Service::Mcp,
+            },
+            FaultKind::LoseReplies {
+                service: Service::Gateway,
+                one_in: 3,
+            },
+            FaultKind::Latency { max_ms: 500 },
+            FaultKind::Skew {
+                worker: 1,
+                skew_ms: -800,
+            },
+            FaultKind::GatewayBusy,
+            FaultKind::GatewayErrors { after_commit: true },
+            FaultKind::LookupErrors,
+            FaultKind::LostRuns,
+            FaultKind::SlowRuns { run_ms: 9_000 },
+            FaultKind::BadRuns {
+                end: BadEnd::Timeout,
+            },
+            FaultKind::RemoteErrors,
+            FaultKind::SlowRemote { delay_ms: 2_000 },
+        ]
+    }
+
+    #[test]
+    fn every_kind_names_its_hosts_and_its_worker_comes_first() {
+        for kind in every_kind() {
+            let target = kind.target();
+            match (target.hosts(), target.worker()) {
+                (None, worker) => {
+                    assert_eq!(target, Target::Network, "{kind:?}");
+                    assert_eq!(worker, None);
+                }
+                (Some(hosts), Some(w)) => assert_eq!(hosts[0], worker_host(w), "{kind:?}"),
+                (Some(hosts), None) => assert_eq!(hosts.len(), 1, "{kind:?}"),
+            }
+            assert!(kind.look().band.starts_with('f'), "{kind:?}");
+            assert!(!kind.detail().is_empty(), "{kind:?}");
+        }
+        let link = FaultKind::Hold {
+            worker: 2,
+            service: Service::Gateway,
+        };
+        assert_eq!(
+            link.target().hosts(),
+            Some(vec!["worker-2".to_owned(), "gateway".to_owned()])
+        );
+    }
+
+    #[test]
+    fn a_check_names_the_field_at_fault() {
+        assert_eq!(
+            FaultKind::Crash { worker: 2 }.check(2, 2),
+            Err(("worker", "no such worker"))
+        );
+        assert_eq!(
+            FaultKind::Pause { worker: 0, lane: 2 }.check(1, 2),
+            Err(("lane", "no such lane"))
+        );
+        let never = FaultKind::LoseReplies {
+            service: Service::Db,
+            one_in: 0,
+        };
+        assert_eq!(never.check(1, 1), Err(("one_in", "must be at least 1")));
+        for kind in every_kind() {
+            assert_eq!(kind.check(2, 1), Ok(()), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn milder_faults_are_gentler_and_bottom_out() {
+        let rare = FaultKind::LoseReplies {
+            service: Service::Db,
+            one_in: 64,
+        };
+        assert_eq!(rare.milder(), None);
+        let skew = FaultKind::Skew {
+            worker: 0,
+            skew_ms: -800,
+        };
+        assert_eq!(
+            skew.milder(),
+            Some(FaultKind::Skew {
+                worker: 0,
+                skew_ms: -400
+            })
+        );
+        assert_eq!(FaultKind::Crash { worker: 0 }.milder(), None);
+    }
+}

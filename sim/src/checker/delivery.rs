@@ -248,7 +248,14 @@ fn is_empty_event(prompt: &str) -> bool {
     plain_status && prompt.contains("\"tracking_degraded\":false")
 }
 
+/// Never noisy (DOMAIN §9): no empty event, no run past the budget, no unchanged version.
 fn noisy(f: &Facts<'_>, v: &mut Verdict) {
+    noisy_launches(f, v);
+    unchanged_versions(f, v);
+}
+
+/// Launches that should not exist: of an empty event, past the failure budget.
+fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
     for l in &f.launches {
         if is_empty_event(l.prompt) {
             v.counts.noisy += 1;
@@ -291,6 +298,10 @@ fn noisy(f: &Facts<'_>, v: &mut Verdict) {
             );
         }
     }
+}
+
+/// Consecutive delivered versions whose events are the same, with no remote change between.
+fn unchanged_versions(f: &Facts<'_>, v: &mut Verdict) {
     for (&n, &task_id) in &f.task_ids {
         let Some((remote_id, _)) = f.remote.get(&n) else {
             continue;

@@ -118,33 +118,7 @@ impl<'a> Facts<'a> {
                     answer,
                     created_run,
                     ..
-                } => {
-                    let Some((task_id, version, attempt)) = parse_key(key) else {
-                        continue;
-                    };
-                    f.launches.push(Launch {
-                        entry: i,
-                        task_id,
-                        version,
-                        attempt,
-                        key,
-                        prompt,
-                        answer,
-                    });
-                    if let Some(run) = created_run {
-                        f.runs.insert(
-                            run,
-                            Run {
-                                run,
-                                task_id,
-                                version,
-                                created: i,
-                                prompt,
-                                end: None,
-                            },
-                        );
-                    }
-                }
+                } => f.launched(i, key, prompt, answer, created_run.as_deref()),
                 Event::RunEnded { run, status, .. } => {
                     if let Some(r) = f.runs.get_mut(run.as_str()) {
                         r.end = Some((i, *status));
@@ -157,6 +131,40 @@ impl<'a> Facts<'a> {
             }
         }
         f
+    }
+
+    /// Launch entry `i`: a launch of a well-formed key, and the run it created, if any.
+    fn launched(
+        &mut self,
+        i: usize,
+        key: &'a str,
+        prompt: &'a str,
+        answer: &'a LaunchAnswer,
+        created_run: Option<&'a str>,
+    ) {
+        let Some((task_id, version, attempt)) = parse_key(key) else {
+            return;
+        };
+        self.launches.push(Launch {
+            entry: i,
+            task_id,
+            version,
+            attempt,
+            key,
+            prompt,
+            answer,
+        });
+        if let Some(run) = created_run {
+            let created = Run {
+                run,
+                task_id,
+                version,
+                created: i,
+                prompt,
+                end: None,
+            };
+            self.runs.insert(run, created);
+        }
     }
 
     /// `task-{n}` of a task id.

@@ -212,84 +212,77 @@ async fn act(
             by_name,
             ..
         } => {
-            let Some(plan) = ctx.plan.task(task) else {
-                return;
-            };
             let target = if by_name {
-                CancelTarget::Name(task_name(task))
+                Some(CancelTarget::Name(task_name(task)))
             } else {
-                match id_of(task) {
-                    Some(id) => CancelTarget::Id(id),
-                    None => return,
-                }
+                id_of(task).map(CancelTarget::Id)
             };
-            let s = scope(plan.owner, plan.thread);
-            if concurrent {
-                ctx.exercised("cancel_concurrent", "user", Some(task_label(task)));
-                let other = {
-                    let (ctx, engine, s, target) =
-                        (ctx.clone(), engine.clone(), s.clone(), target.clone());
-                    tokio::task::spawn_local(async move {
-                        cancel(&ctx, &engine, task, s, target, 1).await
-                    })
-                };
-                cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
-                let _ = other.await;
-            } else {
-                cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
-            }
-            if by_name {
-                ctx.exercised("cancel_by_name", "user", Some(task_label(task)));
-            }
-            for _ in 0..repeats {
-                ctx.exercised("cancel_repeated", "user", Some(task_label(task)));
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
+            if let Some(target) = target {
+                owner_cancel(ctx, engine, task, target, repeats, concurrent).await;
             }
         }
         UserAction::ForeignCancel { task, by_owner, .. } => {
             let Some(id) = id_of(task) else { return };
             ctx.exercised("cancel_foreign", "user", Some(task_label(task)));
-            cancel(
-                ctx,
-                engine,
-                task,
-                scope(by_owner, 0),
-                CancelTarget::Id(id),
-                0,
-            )
-            .await;
+            let (intruder, target) = (scope(by_owner, 0), CancelTarget::Id(id));
+            cancel(ctx, engine, task, intruder, target, 0).await;
         }
         UserAction::DeleteThread { owner, thread, .. } => {
             ctx.exercised("thread_deleted", "user", None);
-            admin(
-                launcher,
-                GatewayRequest::DeleteThread(thread_name(owner, thread).into()),
-            )
-            .await;
-            ctx.history.record(
-                "user",
-                None,
-                Event::ThreadDeleted {
-                    owner: owner_name(owner),
-                    thread: thread_name(owner, thread),
-                },
-            );
+            let thread_id = thread_name(owner, thread).into();
+            admin(launcher, GatewayRequest::DeleteThread(thread_id)).await;
+            let event = Event::ThreadDeleted {
+                owner: owner_name(owner),
+                thread: thread_name(owner, thread),
+            };
+            ctx.history.record("user", None, event);
         }
         UserAction::List { owner, thread, .. } => {
             let answer = engine
                 .list(&scope(owner, thread))
                 .await
                 .map_err(|e| e.to_string());
-            ctx.history.record(
-                "user",
-                None,
-                Event::Listed {
-                    owner: owner_name(owner),
-                    thread: thread_name(owner, thread),
-                    answer,
-                },
-            );
+            let event = Event::Listed {
+                owner: owner_name(owner),
+                thread: thread_name(owner, thread),
+                answer,
+            };
+            ctx.history.record("user", None, event);
         }
+    }
+}
+
+/// The owner cancels task `n` in its thread: once (or twice at the same instant, from two
+/// sessions, if `concurrent`), then `repeats` more times one second apart.
+async fn owner_cancel(
+    ctx: &Arc<Ctx>,
+    engine: &Rc<SimEngine>,
+    n: u32,
+    target: CancelTarget,
+    repeats: u32,
+    concurrent: bool,
+) {
+    let Some(plan) = ctx.plan.task(n) else {
+        return;
+    };
+    let s = scope(plan.owner, plan.thread);
+    if concurrent {
+        ctx.exercised("cancel_concurrent", "user", Some(task_label(n)));
+        let other = {
+            let (ctx, engine, s, target) = (ctx.clone(), engine.clone(), s.clone(), target.clone());
+            tokio::task::spawn_local(async move { cancel(&ctx, &engine, n, s, target, 1).await })
+        };
+        cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
+        let _ = other.await;
+    } else {
+        cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
+    }
+    if matches!(target, CancelTarget::Name(_)) {
+        ctx.exercised("cancel_by_name", "user", Some(task_label(n)));
+    }
+    for _ in 0..repeats {
+        ctx.exercised("cancel_repeated", "user", Some(task_label(n)));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
     }
 }
