@@ -250,9 +250,9 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
     let t = now_ms();
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
     let served = match req {
-        McpRequest::Submit { owner, input } => {
-            submit(ctx, &mut st, owner, &input, t).map(|(id, a)| (id, RemoteOp::Submit, a))
-        }
+        McpRequest::Submit { owner, input } => submit(ctx, &mut st, owner, &input, t)
+            .map(|(id, a)| (id, RemoteOp::Submit, a))
+            .ok_or_else(|| McpAnswer::Rejected("unknown job".into())),
         McpRequest::Status { remote_id } | McpRequest::Cancel { remote_id }
             if !st.tasks.contains_key(&remote_id) =>
         {
@@ -293,20 +293,18 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
 }
 
 /// A submit of the plan's task named by `input`: a new remote task (or, for the duplicate
-/// handle quirk, an earlier task of the same owner) and its first report. `Err` is the
-/// refusal of an input that names no task of the plan.
+/// handle quirk, an earlier task of the same owner) and its first report; `None` for an
+/// input that names no task of the plan.
 fn submit(
     ctx: &Ctx,
     st: &mut McpState,
     owner: String,
     input: &str,
     t: u64,
-) -> Result<(String, McpAnswer), McpAnswer> {
-    let unknown = || McpAnswer::Rejected("unknown job".into());
+) -> Option<(String, McpAnswer)> {
     let plan = task_number(input)
         .and_then(|n| u32::try_from(n).ok())
-        .and_then(|n| ctx.plan.task(n))
-        .ok_or_else(unknown)?;
+        .and_then(|n| ctx.plan.task(n))?;
     let duplicate = plan
         .quirk
         .as_ref()
@@ -323,7 +321,7 @@ fn submit(
         }
         _ => create(ctx, st, plan.n, owner, t),
     };
-    let task_plan = ctx.plan.task(task.n).ok_or_else(unknown)?;
+    let task_plan = ctx.plan.task(task.n)?;
     let answer = match report(&task, task_plan, view_at(&task, task_plan, t)) {
         McpAnswer::Report(r) => McpAnswer::Created {
             remote_id: task.remote_id.clone(),
@@ -332,7 +330,7 @@ fn submit(
         },
         other => other,
     };
-    Ok((task.remote_id, answer))
+    Some((task.remote_id, answer))
 }
 
 /// Creates remote task `n` for `owner` at `t`, with fresh secrets, and records it.
