@@ -4,9 +4,9 @@
 use crate::backend::Backend;
 use crate::checker::{Counts, Violation};
 use crate::coverage;
-use crate::ctx::sim_policy;
 use crate::generate::{generate, Knobs};
 use crate::plan::Plan;
+use crate::timing::sim_policy;
 use crate::world::{run, RunOptions, RunOutcome};
 use std::collections::BTreeMap;
 use std::ops::Range;

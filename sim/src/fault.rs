@@ -6,8 +6,8 @@
 //! this file, `generate.rs` (drawing it from a seed) and the one host or world module that
 //! makes it happen (see the README, "Adding a fault kind").
 
-use crate::ctx::LEASE_MS;
 use crate::naming::worker_host;
+use crate::timing::LEASE_MS;
 use serde::{Deserialize, Serialize};
 
 /// A service a worker talks to.

@@ -1,9 +1,9 @@
 //! Plans from seeds, swarm-style: the seed picks which fault kinds are on and how hard, then
 //! draws the workload and the timed faults. Same seed, same plan.
 
-use crate::ctx::LEASE_MS;
 use crate::fault::*;
 use crate::plan::*;
+use crate::timing::LEASE_MS;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;

@@ -30,6 +30,7 @@ pub mod replay_command;
 pub mod report;
 pub mod shrink;
 pub mod summary;
+pub mod timing;
 pub mod trace;
 pub mod wire;
 pub mod world;

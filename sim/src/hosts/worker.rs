@@ -3,10 +3,11 @@
 //! All lanes of a worker record the same lease owner (`worker-N`), so only the per-claim
 //! fencing token tells a stalled lane's stale write from its sibling's fresh claim.
 
-use crate::ctx::{Ctx, PASS_INTERVAL};
+use crate::ctx::Ctx;
 use crate::history::Event;
 use crate::naming::{lane_name, worker_host};
 use crate::ports::{engine, Caller};
+use crate::timing::PASS_INTERVAL;
 use std::sync::Arc;
 use std::time::Duration;
 use tasklatch_core::ids::WorkerId;
