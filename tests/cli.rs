@@ -140,7 +140,10 @@ fn a_campaign_writes_its_summary() {
         summary.arg(),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("3 passed, 0 failed"));
+    let text = stdout(&out);
+    assert!(text.starts_with("fault and feature coverage (seeds where it took effect):\n"));
+    assert!(text.contains("\nspeed: "), "{text}");
+    assert!(text.ends_with("\n3 passed, 0 failed\n"), "{text}");
     let md = std::fs::read_to_string(&summary.0).expect("read the summary");
     for needle in [
         "Regenerate with",
@@ -154,4 +157,149 @@ fn a_campaign_writes_its_summary() {
     ] {
         assert!(md.contains(needle), "{needle:?} missing from:\n{md}");
     }
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_replay_writes_its_files_and_ends_with_the_history_hash() {
+    let (trace, report) = (Scratch::new("t3.jsonl", ""), Scratch::new("r3.html", ""));
+    let out = tasklatch(&[
+        "sim",
+        "--seed",
+        "3",
+        "--quiet",
+        "--print-plan",
+        "--trace",
+        trace.arg(),
+        "--report",
+        report.arg(),
+    ]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.first(), Some(&"{"), "the plan comes first: {text}");
+    let events = std::fs::read_to_string(&trace.0)
+        .expect("read the trace")
+        .lines()
+        .count();
+    let wanted = format!("trace: {} ({events} events)", trace.arg());
+    assert!(lines.contains(&wanted.as_str()), "{wanted:?} in {text}");
+    let wanted = format!("report: {}", report.arg());
+    assert!(lines.contains(&wanted.as_str()), "{wanted:?} in {text}");
+    assert!(lines.iter().any(|l| l.starts_with("seed 3: ")), "{text}");
+    assert!(lines.iter().any(|l| l.starts_with("delivered=")), "{text}");
+    assert_eq!(lines[lines.len() - 2], "passed");
+    let hash = lines[lines.len() - 1]
+        .strip_prefix("history sha256: ")
+        .expect("the last line is the hash");
+    assert_eq!(hash.len(), 64, "{hash}");
+    let html = std::fs::read_to_string(&report.0).expect("read the report");
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains(hash));
+}
+
+#[test]
+fn shrinking_a_passing_plan_is_refused() {
+    let out = tasklatch(&["sim", "--seed", "3", "--shrink", "--quiet"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_refused(&out, &["the plan passes: there is no failure to shrink"]);
+}
+
+#[cfg(not(feature = "mutations"))]
+#[test]
+fn planted_bugs_need_the_mutations_build() {
+    let out = tasklatch(&["sim", "--seed", "1", "--mutant", "busy-counted-as-failure"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_refused(&out, &["`mutations` feature"]);
+}
+
+/// With a planted bug: a failing campaign prints each failing seed with the command that
+/// replays it, and exits non-zero.
+#[cfg(feature = "mutations")]
+#[test]
+fn a_failing_campaign_prints_the_replay_command_of_each_failure() {
+    let out = tasklatch(&[
+        "sim",
+        "--seeds",
+        "0..2",
+        "--quiet",
+        "--workers",
+        "2",
+        "--mutant",
+        "busy-counted-as-failure",
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    let lines: Vec<&str> = text.lines().collect();
+    let failed: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("FAILED seed "))
+        .collect();
+    assert!(!failed.is_empty(), "the planted bug is caught: {text}");
+    for i in failed {
+        let seed = lines[i]["FAILED seed ".len()..]
+            .split(':')
+            .next()
+            .unwrap_or_default();
+        let replay = format!("  replay: cargo run --release --features mutations -- sim --seed {seed} --workers 2 --mutant busy-counted-as-failure");
+        assert_eq!(lines.get(i + 1), Some(&replay.as_str()), "{text}");
+    }
+    assert!(text.ends_with(" failed\n"), "{text}");
+}
+
+/// With a planted bug: shrinking writes the minimal plan and the fixture where asked, and
+/// prints the plan, its size, the failure and the command that replays exactly that plan.
+#[cfg(feature = "mutations")]
+#[test]
+fn a_shrink_writes_the_plan_and_the_fixture_and_prints_the_replay_command() {
+    let dir = std::env::temp_dir().join(format!("tasklatch-cli-{}-shrink", std::process::id()));
+    std::fs::create_dir_all(dir.join("fixtures/regressions")).expect("scratch directory");
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/regressions/busy-counted-as-failure.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+        .current_dir(&dir)
+        .args(["sim", "--plan"])
+        .arg(&fixture)
+        .args([
+            "--mutant",
+            "busy-counted-as-failure",
+            "--shrink",
+            "--shrink-runs",
+            "4",
+        ])
+        .args(["--threads", "2", "--quiet", "--shrink-out", "small.json"])
+        .args(["--save-fixture", "again"])
+        .output()
+        .expect("run the tasklatch binary");
+    let text = stdout(&out);
+    let written = (
+        std::fs::read_to_string(dir.join("small.json")),
+        std::fs::read_to_string(dir.join("fixtures/regressions/again.json")),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    let lines: Vec<&str> = text.lines().collect();
+    let replay = "replay: cargo run --release --features mutations -- sim --plan small.json --mutant busy-counted-as-failure";
+    assert_eq!(lines.last(), Some(&replay), "{text}");
+    assert!(
+        lines.contains(&"fixture: fixtures/regressions/again.json"),
+        "{text}"
+    );
+    assert!(lines.contains(&"fails with: lost (final state `completed` never delivered (the last delivery carries an older state))"), "{text}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("shrunk in 4 runs: faults ")),
+        "{text}"
+    );
+    let (plan, saved) = (
+        written.0.expect("the plan file"),
+        written.1.expect("the fixture"),
+    );
+    assert!(text.starts_with(&plan), "the printed plan is the file's");
+    assert!(
+        saved.contains("\"mutant\": \"busy-counted-as-failure\""),
+        "{saved}"
+    );
 }

@@ -6,6 +6,7 @@ use crate::checker::{Counts, Violation};
 use crate::coverage;
 use crate::generate::{generate, Knobs};
 use crate::plan::Plan;
+use crate::timing::sim_policy;
 use crate::world::{run, RunOptions, RunOutcome};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -16,6 +17,33 @@ use tasklatch_core::mutation::Mutant;
 
 /// Builds a fresh backend for each run (the Postgres backend creates a fresh database).
 pub type BackendFactory = Arc<dyn Fn(Option<Mutant>) -> Result<Backend, String> + Send + Sync>;
+
+/// The backends runs use: a fresh in-memory model each, or with `postgres` a fresh database
+/// each (where, see `tasklatch_pg::harness`).
+pub fn backends(postgres: bool) -> BackendFactory {
+    if postgres {
+        Arc::new(|mutant| Backend::postgres(sim_policy(), mutant))
+    } else {
+        Arc::new(|_| Ok(Backend::memory(sim_policy())))
+    }
+}
+
+/// Parallel simulations: `requested`, else one per core; on Postgres never more than the
+/// cores (each run holds a database connection and a blocking thread).
+pub fn threads(requested: Option<u32>, postgres: bool) -> usize {
+    let cores = cores();
+    let threads = requested.map_or(cores, |t| t as usize);
+    if postgres {
+        threads.min(cores)
+    } else {
+        threads
+    }
+}
+
+/// The machine's cores (1 when unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
 
 /// How to run a campaign.
 #[derive(Clone)]
@@ -113,6 +141,27 @@ pub fn run_plan(
     run(plan, backend, opts)
 }
 
+/// Runs seed `seed` of a campaign on a fresh backend.
+fn run_seed(
+    opts: &CampaignOptions,
+    backends: &BackendFactory,
+    seed: u64,
+) -> Result<SeedResult, String> {
+    let backend = backends(opts.mutant)?;
+    let plan = generate(seed, &opts.knobs);
+    let out = run_plan(&plan, backend, &opts.run, opts.mutant);
+    Ok(SeedResult {
+        seed,
+        violation: out.verdict.first().cloned(),
+        violations: out.verdict.violations.len(),
+        hash: out.hash,
+        sim: out.sim_elapsed,
+        wall: out.wall,
+        fired: coverage::fired(&plan, &out.entries).into_iter().collect(),
+        counts: out.verdict.counts.clone(),
+    })
+}
+
 /// Runs every seed of `opts`, calling `progress` after each.
 pub fn run_campaign(
     opts: &CampaignOptions,
@@ -138,25 +187,13 @@ pub fn run_campaign(
                 if seed >= opts.seeds.end {
                     return;
                 }
-                let backend = match backends(opts.mutant) {
-                    Ok(b) => b,
+                let result = match run_seed(opts, &backends, seed) {
+                    Ok(r) => r,
                     Err(e) => {
                         *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                         stop.store(true, Ordering::SeqCst);
                         return;
                     }
-                };
-                let plan = generate(seed, &opts.knobs);
-                let out = run_plan(&plan, backend, &opts.run, opts.mutant);
-                let result = SeedResult {
-                    seed,
-                    violation: out.verdict.first().cloned(),
-                    violations: out.verdict.violations.len(),
-                    hash: out.hash,
-                    sim: out.sim_elapsed,
-                    wall: out.wall,
-                    fired: coverage::fired(&plan, &out.entries).into_iter().collect(),
-                    counts: out.verdict.counts.clone(),
                 };
                 let failed = result.violation.is_some();
                 if failed && opts.stop_at_first_failure {

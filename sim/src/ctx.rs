@@ -1,8 +1,10 @@
 //! What every host of one run shares: the plan, the history, the timings, and which faults
 //! have fired. Hosts read faults from the plan by simulated time; nothing here is random.
 
+use crate::fault::{Fault, FaultKind};
 use crate::history::{Event, History};
-use crate::plan::{Fault, FaultKind, Plan};
+use crate::plan::Plan;
+use crate::timing::{sim_policy, sim_timeouts, Timeouts};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -12,48 +14,6 @@ use tasklatch_core::time::Timestamp;
 
 /// The fixed instant simulated time starts at: 2026-01-01T00:00:00Z.
 pub const EPOCH_SECS: u64 = 1_767_225_600;
-
-/// Call deadlines of the simulated clients.
-#[derive(Clone, Debug)]
-pub struct Timeouts {
-    /// Store calls.
-    pub store: Duration,
-    /// Remote server calls.
-    pub remote: Duration,
-    /// Launcher calls.
-    pub launcher: Duration,
-}
-
-/// How often a worker lane runs a pass of its loops.
-pub const PASS_INTERVAL: Duration = Duration::from_secs(1);
-
-/// The timings the simulated engines run with: short, so a few minutes of simulated time see
-/// many leases expire. `min_lease_left` exceeds the longest call deadline plus the largest
-/// clock skew a plan may hold, so no external call outlives its lease.
-pub fn sim_policy() -> Policy {
-    Policy {
-        poll_interval: Duration::from_secs(5),
-        max_poll_backoff: Duration::from_secs(40),
-        poll_lease: Duration::from_secs(15),
-        notify_lease: Duration::from_secs(15),
-        cancel_lease: Duration::from_secs(15),
-        run_check_interval: Duration::from_secs(2),
-        retry_base: Duration::from_secs(2),
-        max_retry_backoff: Duration::from_secs(20),
-        release_backoff: Duration::from_secs(2),
-        min_lease_left: Duration::from_secs(9),
-        batch_size: 16,
-    }
-}
-
-/// The call deadlines matching [`sim_policy`].
-pub fn sim_timeouts() -> Timeouts {
-    Timeouts {
-        store: Duration::from_secs(3),
-        remote: Duration::from_secs(5),
-        launcher: Duration::from_secs(3),
-    }
-}
 
 /// Shared by all hosts of one run.
 pub struct Ctx {

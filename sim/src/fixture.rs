@@ -4,7 +4,7 @@
 
 use crate::plan::Plan;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One regression fixture file.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
@@ -20,7 +20,15 @@ pub struct Fixture {
     pub plan: Plan,
 }
 
+/// Where regression fixtures live, relative to the workspace root.
+const DIR: &str = "fixtures/regressions";
+
 impl Fixture {
+    /// The path of the fixture called `name` (`fixtures/regressions/<name>.json`).
+    pub fn path(name: &str) -> PathBuf {
+        PathBuf::from(format!("{DIR}/{name}.json"))
+    }
+
     /// Reads a fixture file; errors name the file, line and field.
     pub fn read(path: &Path) -> Result<Fixture, String> {
         let text = std::fs::read_to_string(path)
@@ -38,4 +46,17 @@ impl Fixture {
         let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())? + "\n";
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
+}
+
+/// Reads the plan to replay from `path`: a plan file, or a regression fixture (whose `plan`
+/// field is replayed). Errors name the file, and the line and field at fault.
+pub fn read_plan(path: &Path) -> Result<Plan, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read plan file {}: {e}", path.display()))?;
+    let is_fixture =
+        serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| v.get("plan").is_some());
+    if is_fixture {
+        return Ok(Fixture::read(path)?.plan);
+    }
+    Plan::from_json(&text).map_err(|e| format!("plan file {}: {e}", path.display()))
 }

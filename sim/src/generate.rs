@@ -1,7 +1,9 @@
 //! Plans from seeds, swarm-style: the seed picks which fault kinds are on and how hard, then
 //! draws the workload and the timed faults. Same seed, same plan.
 
+use crate::fault::*;
 use crate::plan::*;
+use crate::timing::LEASE_MS;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -20,8 +22,6 @@ pub struct Knobs {
 pub const CHAOS_MS: u64 = 180_000;
 /// Scripts and user actions end this long before the chaos phase does.
 const QUIET_TAIL_MS: u64 = 20_000;
-/// How long a worker lease lasts in the simulation (see `ctx::sim_policy`).
-const LEASE_MS: u64 = 15_000;
 
 /// Families of faults the swarm switches on or off per seed.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -92,86 +92,8 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         .copied()
         .filter(|_| rng.random_bool(0.5))
         .collect();
-    let last_ms = CHAOS_MS - QUIET_TAIL_MS;
-
-    let mut tasks = Vec::new();
-    let burst_at = rng
-        .random_bool(0.5)
-        .then(|| rng.random_range(0..last_ms / 3));
-    for n in 0..task_count {
-        let owner = rng.random_range(0..owners);
-        let thread = rng.random_range(0..2u32);
-        let submit_at_ms = match burst_at {
-            Some(at) if n % 3 == 0 => at,
-            _ => rng.random_range(0..last_ms / 2),
-        };
-        let budget = last_ms - submit_at_ms;
-        tasks.push(TaskPlan {
-            n,
-            owner,
-            thread,
-            submit_at_ms,
-            hint_secs: rng
-                .random_bool(0.3)
-                .then(|| f64::from(rng.random_range(1..10u32))),
-            steps: script(&mut rng, budget, &hostile),
-            quirk: None,
-        });
-    }
-    for kind in QUIRKS {
-        if rng.random_bool(0.3) {
-            let t = &mut tasks[rng.random_range(0..task_count as usize)];
-            if t.quirk.is_none() {
-                let budget = last_ms - t.submit_at_ms;
-                t.quirk = Some(Quirk {
-                    after_ms: rng.random_range(0..budget.max(1) / 2),
-                    kind,
-                });
-            }
-        }
-    }
-
-    let mut user = Vec::new();
-    if rng.random_bool(0.75) {
-        for _ in 0..rng.random_range(1..=4) {
-            let t = &tasks[rng.random_range(0..tasks.len())];
-            user.push(UserAction::Cancel {
-                task: t.n,
-                at_ms: (t.submit_at_ms + rng.random_range(1_000..30_000)).min(last_ms),
-                repeats: rng.random_range(0..=3),
-                concurrent: rng.random_bool(0.3),
-                by_name: rng.random_bool(0.3),
-            });
-        }
-    }
-    if rng.random_bool(0.4) {
-        for _ in 0..rng.random_range(1..=2) {
-            let t = &tasks[rng.random_range(0..tasks.len())];
-            user.push(UserAction::ForeignCancel {
-                task: t.n,
-                by_owner: (t.owner + 1) % owners.max(2),
-                at_ms: (t.submit_at_ms + rng.random_range(1_000..30_000)).min(last_ms),
-            });
-        }
-    }
-    if rng.random_bool(0.3) {
-        let t = &tasks[rng.random_range(0..tasks.len())];
-        user.push(UserAction::DeleteThread {
-            owner: t.owner,
-            thread: t.thread,
-            at_ms: rng.random_range(t.submit_at_ms..last_ms),
-        });
-    }
-    for t in &tasks {
-        if rng.random_bool(0.3) {
-            user.push(UserAction::List {
-                owner: t.owner,
-                thread: t.thread,
-                at_ms: rng.random_range(t.submit_at_ms..last_ms),
-            });
-        }
-    }
-
+    let tasks = tasks(&mut rng, task_count, owners, &hostile);
+    let user = user_actions(&mut rng, &tasks, owners);
     let mut faults = Vec::new();
     for family in families {
         for _ in 0..rng.random_range(1..=3) {
@@ -188,6 +110,103 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         user,
         faults,
     }
+}
+
+/// The last instant scripts and user actions may use.
+const LAST_MS: u64 = CHAOS_MS - QUIET_TAIL_MS;
+
+/// `task_count` tasks of up to `owners` owners (a third in one burst on some seeds), each with
+/// a script, and the remote quirks planted on some of them.
+fn tasks(rng: &mut ChaCha8Rng, task_count: u32, owners: u32, hostile: &[&str]) -> Vec<TaskPlan> {
+    let mut tasks = Vec::new();
+    let burst_at = rng
+        .random_bool(0.5)
+        .then(|| rng.random_range(0..LAST_MS / 3));
+    for n in 0..task_count {
+        let owner = rng.random_range(0..owners);
+        let thread = rng.random_range(0..2u32);
+        let submit_at_ms = match burst_at {
+            Some(at) if n % 3 == 0 => at,
+            _ => rng.random_range(0..LAST_MS / 2),
+        };
+        let budget = LAST_MS - submit_at_ms;
+        tasks.push(TaskPlan {
+            n,
+            owner,
+            thread,
+            submit_at_ms,
+            hint_secs: rng
+                .random_bool(0.3)
+                .then(|| f64::from(rng.random_range(1..10u32))),
+            steps: script(rng, budget, hostile),
+            quirk: None,
+        });
+    }
+    plant_quirks(rng, &mut tasks);
+    tasks
+}
+
+/// Plants each remote quirk, with some chance, on a task that has none yet.
+fn plant_quirks(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) {
+    let task_count = tasks.len();
+    for kind in QUIRKS {
+        if rng.random_bool(0.3) {
+            let t = &mut tasks[rng.random_range(0..task_count)];
+            if t.quirk.is_none() {
+                let budget = LAST_MS - t.submit_at_ms;
+                t.quirk = Some(Quirk {
+                    after_ms: rng.random_range(0..budget.max(1) / 2),
+                    kind,
+                });
+            }
+        }
+    }
+}
+
+/// Cancels (own and foreign), a thread deletion and listings, timed after the tasks' submits.
+fn user_actions(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], owners: u32) -> Vec<UserAction> {
+    let mut user = Vec::new();
+    if rng.random_bool(0.75) {
+        for _ in 0..rng.random_range(1..=4) {
+            let t = &tasks[rng.random_range(0..tasks.len())];
+            user.push(UserAction::Cancel {
+                task: t.n,
+                at_ms: (t.submit_at_ms + rng.random_range(1_000..30_000)).min(LAST_MS),
+                repeats: rng.random_range(0..=3),
+                concurrent: rng.random_bool(0.3),
+                by_name: rng.random_bool(0.3),
+            });
+        }
+    }
+    if rng.random_bool(0.4) {
+        for _ in 0..rng.random_range(1..=2) {
+            let t = &tasks[rng.random_range(0..tasks.len())];
+            user.push(UserAction::ForeignCancel {
+                task: t.n,
+                by_owner: (t.owner + 1) % owners.max(2),
+                at_ms: (t.submit_at_ms + rng.random_range(1_000..30_000)).min(LAST_MS),
+            });
+        }
+    }
+    if rng.random_bool(0.3) {
+        let t = &tasks[rng.random_range(0..tasks.len())];
+        user.push(UserAction::DeleteThread {
+            owner: t.owner,
+            thread: t.thread,
+            at_ms: rng.random_range(t.submit_at_ms..LAST_MS),
+        });
+    }
+    for t in tasks {
+        if rng.random_bool(0.3) {
+            user.push(UserAction::List {
+                owner: t.owner,
+                thread: t.thread,
+                at_ms: rng.random_range(t.submit_at_ms..LAST_MS),
+            });
+        }
+    }
+
+    user
 }
 
 /// Text for a scripted status. Only results may be oversized: an oversized input request is a
@@ -271,107 +290,106 @@ const QUIRKS: [QuirkKind; 7] = [
 fn fault(rng: &mut ChaCha8Rng, family: Family, workers: u32, lanes: u32) -> Fault {
     let worker = rng.random_range(0..workers);
     let service = *Service::ALL.choose(rng).unwrap_or(&Service::Db);
-    let span = |rng: &mut ChaCha8Rng, lo: u64, hi: u64| rng.random_range(lo..hi);
-    let at_ms = rng.random_range(2_000..CHAOS_MS - QUIET_TAIL_MS);
+    let at_ms = rng.random_range(2_000..LAST_MS);
     let (for_ms, kind) = match family {
         Family::Crash => (span(rng, 3_000, 40_000), FaultKind::Crash { worker }),
-        Family::Pause => {
-            let length = if rng.random_bool(0.5) {
-                LEASE_MS + span(rng, 300, 6_000)
-            } else {
-                span(rng, 1_000, 8_000)
-            };
-            (
-                length,
-                FaultKind::Pause {
-                    worker,
-                    lane: rng.random_range(0..lanes),
-                },
-            )
+        Family::Pause => pause(rng, worker, lanes),
+        Family::Partition => {
+            let for_ms = span(rng, 2_000, 30_000);
+            (for_ms, FaultKind::Partition { worker, service })
         }
-        Family::Partition => (
-            span(rng, 2_000, 30_000),
-            FaultKind::Partition { worker, service },
-        ),
         Family::Hold => (
             span(rng, 2_000, 20_000),
             FaultKind::Hold { worker, service },
         ),
-        Family::LoseDb => (
-            span(rng, 10_000, 60_000),
-            FaultKind::LoseReplies {
-                service: Service::Db,
-                one_in: rng.random_range(2..=5),
-            },
-        ),
+        Family::LoseDb => lose_replies(rng, Service::Db, 2..=5),
         Family::LoseOther => {
             let service = if rng.random_bool(0.5) {
                 Service::Gateway
             } else {
                 Service::Mcp
             };
-            (
-                span(rng, 10_000, 60_000),
-                FaultKind::LoseReplies {
-                    service,
-                    one_in: rng.random_range(1..=4),
-                },
-            )
+            lose_replies(rng, service, 1..=4)
         }
-        Family::Latency => (
-            span(rng, 5_000, 30_000),
-            FaultKind::Latency {
-                max_ms: rng.random_range(50..1_500),
-            },
-        ),
-        Family::Skew => {
-            let magnitude = rng.random_range(300..3_000) as i64;
-            (
-                span(rng, 20_000, 90_000),
-                FaultKind::Skew {
-                    worker,
-                    skew_ms: if rng.random_bool(0.5) {
-                        magnitude
-                    } else {
-                        -magnitude
-                    },
-                },
-            )
+        Family::Latency => {
+            let for_ms = span(rng, 5_000, 30_000);
+            let max_ms = rng.random_range(50..1_500);
+            (for_ms, FaultKind::Latency { max_ms })
         }
+        Family::Skew => skew(rng, worker),
         Family::GatewayBusy => (span(rng, 5_000, 30_000), FaultKind::GatewayBusy),
-        Family::GatewayErrors => (
-            span(rng, 5_000, 30_000),
-            FaultKind::GatewayErrors {
-                after_commit: rng.random_bool(0.5),
-            },
-        ),
+        Family::GatewayErrors => {
+            let for_ms = span(rng, 5_000, 30_000);
+            let after_commit = rng.random_bool(0.5);
+            (for_ms, FaultKind::GatewayErrors { after_commit })
+        }
         Family::LookupErrors => (span(rng, 5_000, 20_000), FaultKind::LookupErrors),
         Family::LostRuns => (span(rng, 5_000, 20_000), FaultKind::LostRuns),
-        Family::SlowRuns => (
-            span(rng, 10_000, 40_000),
-            FaultKind::SlowRuns {
-                run_ms: rng.random_range(5_000..25_000),
-            },
-        ),
-        Family::BadRuns => {
-            let end = *[BadEnd::Error, BadEnd::Timeout, BadEnd::Interrupted]
-                .choose(rng)
-                .unwrap_or(&BadEnd::Error);
-            (span(rng, 10_000, 40_000), FaultKind::BadRuns { end })
+        Family::SlowRuns => {
+            let for_ms = span(rng, 10_000, 40_000);
+            let run_ms = rng.random_range(5_000..25_000);
+            (for_ms, FaultKind::SlowRuns { run_ms })
         }
+        Family::BadRuns => bad_runs(rng),
         Family::RemoteErrors => (span(rng, 10_000, 60_000), FaultKind::RemoteErrors),
-        Family::SlowRemote => (
-            span(rng, 10_000, 40_000),
-            FaultKind::SlowRemote {
-                delay_ms: rng.random_range(1_000..4_000),
-            },
-        ),
+        Family::SlowRemote => {
+            let for_ms = span(rng, 10_000, 40_000);
+            let delay_ms = rng.random_range(1_000..4_000);
+            (for_ms, FaultKind::SlowRemote { delay_ms })
+        }
     };
     Fault {
         at_ms,
         for_ms,
         kind,
     }
+}
+
+/// A duration in `lo..hi` milliseconds.
+fn span(rng: &mut ChaCha8Rng, lo: u64, hi: u64) -> u64 {
+    rng.random_range(lo..hi)
+}
+
+/// A pause of one lane: half of them outlive a lease, half stall within it.
+fn pause(rng: &mut ChaCha8Rng, worker: u32, lanes: u32) -> (u64, FaultKind) {
+    let length = if rng.random_bool(0.5) {
+        LEASE_MS + span(rng, 300, 6_000)
+    } else {
+        span(rng, 1_000, 8_000)
+    };
+    let lane = rng.random_range(0..lanes);
+    (length, FaultKind::Pause { worker, lane })
+}
+
+/// Replies of `service` lost after the work, one in `one_in` (drawn from `period`).
+fn lose_replies(
+    rng: &mut ChaCha8Rng,
+    service: Service,
+    period: std::ops::RangeInclusive<u32>,
+) -> (u64, FaultKind) {
+    let for_ms = span(rng, 10_000, 60_000);
+    let one_in = rng.random_range(period);
+    (for_ms, FaultKind::LoseReplies { service, one_in })
+}
+
+/// A worker clock off by 0.3 to 3 seconds, either way.
+fn skew(rng: &mut ChaCha8Rng, worker: u32) -> (u64, FaultKind) {
+    let magnitude = rng.random_range(300..3_000) as i64;
+    let for_ms = span(rng, 20_000, 90_000);
+    let skew_ms = if rng.random_bool(0.5) {
+        magnitude
+    } else {
+        -magnitude
+    };
+    (for_ms, FaultKind::Skew { worker, skew_ms })
+}
+
+/// Runs that end badly, one way for the whole window.
+fn bad_runs(rng: &mut ChaCha8Rng) -> (u64, FaultKind) {
+    let end = *[BadEnd::Error, BadEnd::Timeout, BadEnd::Interrupted]
+        .choose(rng)
+        .unwrap_or(&BadEnd::Error);
+    (span(rng, 10_000, 40_000), FaultKind::BadRuns { end })
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 //! Each entry is one JSON line of the trace (`--trace`); the history hash is the sha256 of
 //! those lines, so a trace file can be checked against a printed hash.
 
-use crate::mcp_wire::McpAnswer;
+use crate::naming::task_label;
+use crate::wire::mcp::McpAnswer;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -330,9 +331,7 @@ impl History {
 
     /// Records that `id` (a task id, remote id or key prefix) belongs to task number `n`.
     pub fn label(&self, id: &str, n: u32) {
-        self.inner()
-            .labels
-            .insert(id.to_owned(), format!("task-{n}"));
+        self.inner().labels.insert(id.to_owned(), task_label(n));
     }
 
     /// Gives `new_id` the label `known_id` has (a run id gets its key's task).

@@ -6,8 +6,8 @@
 //! call) and calls run one at a time in the order the simulation issues them. Each gateway
 //! works on a fresh database of its own, dropped when the gateway is.
 
-use crate::backend::{dispatch_ledger, LedgerAnswer, LedgerCall};
-use crate::db_wire::{dispatch, StoreRequest, StoreResponse};
+use crate::ledger_call::{dispatch_ledger, LedgerAnswer, LedgerCall};
+use crate::wire::db::{dispatch, StoreRequest, StoreResponse};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::Executor;
 use std::sync::mpsc::{channel, Sender};

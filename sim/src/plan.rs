@@ -4,6 +4,7 @@
 //! A plan is generated from a seed ([`crate::generate`]), but once written down it is the whole
 //! truth: replaying a plan file reproduces the run, and shrinking edits the plan.
 
+use crate::fault::Fault;
 use serde::{Deserialize, Serialize};
 
 /// One simulation run, fully described.
@@ -178,142 +179,6 @@ impl UserAction {
     }
 }
 
-/// A service a worker talks to.
-#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Service {
-    /// The store host.
-    Db,
-    /// The remote task server.
-    Mcp,
-    /// The run launcher.
-    Gateway,
-}
-
-impl Service {
-    /// Every service.
-    pub const ALL: [Service; 3] = [Service::Db, Service::Mcp, Service::Gateway];
-
-    /// The turmoil host name.
-    pub fn host(self) -> &'static str {
-        match self {
-            Service::Db => "db",
-            Service::Mcp => "mcp",
-            Service::Gateway => "gateway",
-        }
-    }
-}
-
-/// How a bad run ends.
-#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BadEnd {
-    /// The run errors.
-    Error,
-    /// The run times out.
-    Timeout,
-    /// The run is interrupted.
-    Interrupted,
-}
-
-/// A timed fault: active from `at_ms` for `for_ms`.
-#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Fault {
-    /// Start.
-    pub at_ms: u64,
-    /// Duration.
-    pub for_ms: u64,
-    /// What goes wrong.
-    pub kind: FaultKind,
-}
-
-impl Fault {
-    /// Whether the fault is active at `t_ms`.
-    pub fn active(&self, t_ms: u64) -> bool {
-        self.at_ms <= t_ms && t_ms < self.at_ms + self.for_ms
-    }
-}
-
-/// What a timed fault does.
-#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FaultKind {
-    /// The worker crashes and restarts when the fault ends.
-    Crash {
-        /// Worker number.
-        worker: u32,
-    },
-    /// One lane of a worker stalls (a long pause) at its next call return.
-    Pause {
-        /// Worker number.
-        worker: u32,
-        /// Lane number.
-        lane: u32,
-    },
-    /// Messages between the worker and the service are dropped.
-    Partition {
-        /// Worker number.
-        worker: u32,
-        /// The other side.
-        service: Service,
-    },
-    /// Messages between the worker and the service are held back until the fault ends.
-    Hold {
-        /// Worker number.
-        worker: u32,
-        /// The other side.
-        service: Service,
-    },
-    /// The service does the work, then drops every `one_in`-th reply.
-    LoseReplies {
-        /// The service.
-        service: Service,
-        /// Period of dropped replies.
-        one_in: u32,
-    },
-    /// Message latency may reach `max_ms`.
-    Latency {
-        /// Upper bound.
-        max_ms: u64,
-    },
-    /// The worker's clock is off by `skew_ms`.
-    Skew {
-        /// Worker number.
-        worker: u32,
-        /// Offset (may be negative).
-        skew_ms: i64,
-    },
-    /// Every launch answers 409.
-    GatewayBusy,
-    /// Launches fail with a server error; after the run was created if `after_commit`.
-    GatewayErrors {
-        /// Create the run, then fail.
-        after_commit: bool,
-    },
-    /// Run lookups fail.
-    LookupErrors,
-    /// Runs started now are lost by the gateway: they never deliver; lookups answer "missing".
-    LostRuns,
-    /// Runs started now take `run_ms`.
-    SlowRuns {
-        /// Run length.
-        run_ms: u64,
-    },
-    /// Runs started now end badly.
-    BadRuns {
-        /// How.
-        end: BadEnd,
-    },
-    /// The remote server answers polls and cancels with transient errors.
-    RemoteErrors,
-    /// The remote server answers after `delay_ms`.
-    SlowRemote {
-        /// Delay.
-        delay_ms: u64,
-    },
-}
-
 impl Plan {
     /// The task with number `n`.
     pub fn task(&self, n: u32) -> Option<&TaskPlan> {
@@ -386,27 +251,11 @@ impl Plan {
             }
         }
         for (i, f) in self.faults.iter().enumerate() {
-            let worker = match f.kind {
-                FaultKind::Crash { worker }
-                | FaultKind::Pause { worker, .. }
-                | FaultKind::Partition { worker, .. }
-                | FaultKind::Hold { worker, .. }
-                | FaultKind::Skew { worker, .. } => Some(worker),
-                _ => None,
-            };
-            if worker.is_some_and(|w| w >= self.workers) {
-                return Err(format!("field `faults[{i}].kind.worker`: no such worker"));
-            }
-            if let FaultKind::Pause { lane, .. } = f.kind {
-                if lane >= self.lanes {
-                    return Err(format!("field `faults[{i}].kind.lane`: no such lane"));
-                }
-            }
-            if let FaultKind::LoseReplies { one_in: 0, .. } = f.kind {
-                return Err(format!(
-                    "field `faults[{i}].kind.one_in`: must be at least 1"
-                ));
-            }
+            f.kind
+                .check(self.workers, self.lanes)
+                .map_err(|(field, problem)| {
+                    format!("field `faults[{i}].kind.{field}`: {problem}")
+                })?;
         }
         Ok(())
     }

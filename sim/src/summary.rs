@@ -1,14 +1,65 @@
-//! Campaign summaries in Markdown (`--summary`): what ran, what failed and how to replay it,
-//! fault coverage per kind, invariant counts and speed.
+//! Campaign summaries: the lines a campaign prints (coverage, speed, one line per failing seed
+//! with its replay command, `N passed, M failed`), and the Markdown file (`--summary`) with
+//! what ran, what failed and how to replay it, fault coverage per kind, invariant counts and
+//! speed.
 
 use crate::campaign::CampaignReport;
 use crate::checker::Counts;
+use crate::replay_command::ReplayCommand;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::path::Path;
+
+/// What a campaign prints when it ends; the last line is `N passed, M failed`.
+pub fn console(report: &CampaignReport, replay: &ReplayCommand) -> Vec<String> {
+    let n = report.results.len();
+    let wall = report.wall.as_secs_f64().max(1e-9);
+    let mut lines = vec!["fault and feature coverage (seeds where it took effect):".to_owned()];
+    for (kind, count) in report.coverage() {
+        lines.push(format!(
+            "  {kind:<36} {count:>6}  {:>5.1}%",
+            100.0 * count as f64 / n.max(1) as f64
+        ));
+    }
+    lines.push(format!(
+        "speed: {:.0} simulated seconds per wall second, {:.2} seeds per second ({} seeds in {:.1} s)",
+        report.sim_secs() / wall,
+        n as f64 / wall,
+        n,
+        wall
+    ));
+    let failures: Vec<_> = report.failures().collect();
+    for f in &failures {
+        if let Some(v) = &f.violation {
+            lines.push(format!(
+                "FAILED seed {}: {v}\n  replay: {}",
+                f.seed,
+                replay.seed(f.seed)
+            ));
+        }
+    }
+    lines.push(format!(
+        "{} passed, {} failed",
+        n - failures.len(),
+        failures.len()
+    ));
+    lines
+}
+
+/// Writes the Markdown summary of a campaign to `path` (see [`markdown`]).
+pub fn write(
+    path: &Path,
+    report: &CampaignReport,
+    command: &str,
+    replay: &ReplayCommand,
+) -> Result<(), String> {
+    std::fs::write(path, markdown(report, command, replay))
+        .map_err(|e| format!("cannot write summary {}: {e}", path.display()))
+}
 
 /// The Markdown summary of a campaign. `command` is the command line that ran it; `replay`
 /// gives the replay command of a failing seed.
-pub fn markdown(report: &CampaignReport, command: &str, replay: &dyn Fn(u64) -> String) -> String {
+pub fn markdown(report: &CampaignReport, command: &str, replay: &ReplayCommand) -> String {
     let n = report.results.len();
     let failures: Vec<_> = report.failures().collect();
     let wall = report.wall.as_secs_f64().max(1e-9);
@@ -48,7 +99,7 @@ pub fn markdown(report: &CampaignReport, command: &str, replay: &dyn Fn(u64) -> 
                     "| {} | {} | `{}` |",
                     f.seed,
                     v.to_string().replace('|', "\\|"),
-                    replay(f.seed)
+                    replay.seed(f.seed)
                 );
             }
         }

@@ -4,12 +4,14 @@
 use crate::backend::Backend;
 use crate::checker::{self, Verdict};
 use crate::ctx::{Ctx, EPOCH_SECS};
-use crate::db_wire::{StoreRequest, StoreResponse};
+use crate::fault::{Fault, FaultKind, Service};
 use crate::history::{history_hash, Entry, Event};
 use crate::hosts::gateway::GatewayState;
 use crate::hosts::mcp::{view_at, McpState};
 use crate::hosts::{db, gateway, mcp, user, worker};
-use crate::plan::{FaultKind, Plan, Service};
+use crate::naming::worker_host;
+use crate::plan::Plan;
+use crate::wire::db::{StoreRequest, StoreResponse};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, UNIX_EPOCH};
@@ -79,99 +81,22 @@ pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
     let ctx = Arc::new(Ctx::new(plan.clone()));
     let mcp_state = Arc::new(Mutex::new(McpState::new(plan.seed)));
     let gw_state = Arc::new(Mutex::new(GatewayState::new(plan.seed)));
-    let mut sim = turmoil::Builder::new()
-        .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
-        .rng_seed(plan.seed)
-        .tick_duration(opts.tick)
-        .simulation_duration(Duration::from_secs(10 * 24 * 3600))
-        .min_message_latency(Duration::from_millis(1))
-        .max_message_latency(BASE_LATENCY)
-        .build();
-    {
-        let (c, b) = (ctx.clone(), backend.clone());
-        sim.host("db", move || db::host(c.clone(), b.clone()));
-        let (c, m) = (ctx.clone(), mcp_state.clone());
-        sim.host("mcp", move || mcp::host(c.clone(), m.clone()));
-        let (c, b, g) = (ctx.clone(), backend.clone(), gw_state.clone());
-        sim.host("gateway", move || {
-            gateway::host(c.clone(), b.clone(), g.clone())
-        });
-        let c = ctx.clone();
-        sim.host("user", move || user::host(c.clone()));
-        for w in 0..plan.workers {
-            let c = ctx.clone();
-            sim.host(worker_host(w), move || worker::host(c.clone(), w));
-        }
-    }
-    let mut driver = Driver::new(plan);
-    ctx.history.record_at(
-        0,
-        "world",
-        None,
-        Event::Plan {
-            plan: Box::new(plan.clone()),
-        },
-    );
-    ctx.history.record_at(
-        0,
-        "world",
-        None,
-        Event::Phase {
-            name: "chaos".into(),
-        },
-    );
-    let mut healed = false;
-    let mut next_check = plan.chaos_ms;
-    let deadline = plan.chaos_ms + opts.liveness.as_millis() as u64;
-    let mut settled = false;
-    let mut failure = None;
-    loop {
-        let t = sim.elapsed().as_millis() as u64;
-        driver.apply_until(t, &mut sim, &ctx);
-        if !healed && t >= plan.chaos_ms {
-            driver.heal(&mut sim, &ctx, t);
-            ctx.history.record_at(
-                t * 1000,
-                "world",
-                None,
-                Event::Phase {
-                    name: "heal".into(),
-                },
-            );
-            healed = true;
-        }
-        if healed && t >= next_check {
-            next_check = t + 2_000;
-            if is_settled(&ctx, &backend, &mcp_state, &gw_state, t) {
-                ctx.history.record_at(
-                    t * 1000,
-                    "world",
-                    None,
-                    Event::Phase {
-                        name: "settled".into(),
-                    },
-                );
-                settled = true;
-                break;
-            }
-            if t > deadline {
-                break;
-            }
-        }
-        if let Err(e) = sim.step() {
-            failure = Some(format!("the simulation stopped: {e}"));
-            break;
-        }
-    }
+    let mut sim = build(&ctx, &backend, &mcp_state, &gw_state, opts);
+    let services = Services {
+        backend: &backend,
+        mcp: &mcp_state,
+        gateway: &gw_state,
+    };
+    let end = drive(&mut sim, &ctx, &services, opts);
     let sim_elapsed = sim.elapsed();
     drop(sim);
     let entries = ctx.history.entries();
     let hash = history_hash(&entries);
     let mut verdict = checker::check(plan, &entries);
-    if let Some(f) = failure {
-        verdict.add_world_failure(f);
-    } else if !settled {
-        verdict.add_liveness_failure(opts.liveness);
+    match end {
+        End::Settled => {}
+        End::Stopped(f) => verdict.add_world_failure(f),
+        End::Deadline => verdict.add_liveness_failure(opts.liveness),
     }
     RunOutcome {
         entries,
@@ -182,12 +107,99 @@ pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
     }
 }
 
+/// The turmoil world of one run: fixed epoch and seed, and every host of the plan.
+fn build<'a>(
+    ctx: &Arc<Ctx>,
+    backend: &Backend,
+    mcp_state: &Arc<Mutex<McpState>>,
+    gw_state: &Arc<Mutex<GatewayState>>,
+    opts: &RunOptions,
+) -> turmoil::Sim<'a> {
+    let mut sim = turmoil::Builder::new()
+        .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
+        .rng_seed(ctx.plan.seed)
+        .tick_duration(opts.tick)
+        .simulation_duration(Duration::from_secs(10 * 24 * 3600))
+        .min_message_latency(Duration::from_millis(1))
+        .max_message_latency(BASE_LATENCY)
+        .build();
+    let (c, b) = (ctx.clone(), backend.clone());
+    sim.host("db", move || db::host(c.clone(), b.clone()));
+    let (c, m) = (ctx.clone(), mcp_state.clone());
+    sim.host("mcp", move || mcp::host(c.clone(), m.clone()));
+    let (c, b, g) = (ctx.clone(), backend.clone(), gw_state.clone());
+    sim.host("gateway", move || {
+        gateway::host(c.clone(), b.clone(), g.clone())
+    });
+    let c = ctx.clone();
+    sim.host("user", move || user::host(c.clone()));
+    for w in 0..ctx.plan.workers {
+        let c = ctx.clone();
+        sim.host(worker_host(w), move || worker::host(c.clone(), w));
+    }
+    sim
+}
+
+/// The state the settle check compares.
+struct Services<'a> {
+    backend: &'a Backend,
+    mcp: &'a Mutex<McpState>,
+    gateway: &'a Mutex<GatewayState>,
+}
+
+/// How a run ended.
+enum End {
+    /// Everything settled.
+    Settled,
+    /// The liveness deadline passed first.
+    Deadline,
+    /// The simulation itself stopped (a host failed).
+    Stopped(String),
+}
+
+/// Steps the world through the chaos phase (applying the plan's world faults), heals it, and
+/// steps on until everything settles or the liveness deadline passes.
+fn drive(sim: &mut turmoil::Sim<'_>, ctx: &Ctx, services: &Services<'_>, opts: &RunOptions) -> End {
+    let plan = &ctx.plan;
+    let mut driver = Driver::new(plan);
+    let phase = |t_ms: u64, name: &str| {
+        let event = Event::Phase { name: name.into() };
+        ctx.history.record_at(t_ms * 1000, "world", None, event);
+    };
+    let event = Event::Plan {
+        plan: Box::new(plan.clone()),
+    };
+    ctx.history.record_at(0, "world", None, event);
+    phase(0, "chaos");
+    let mut healed = false;
+    let mut next_check = plan.chaos_ms;
+    let deadline = plan.chaos_ms + opts.liveness.as_millis() as u64;
+    loop {
+        let t = sim.elapsed().as_millis() as u64;
+        driver.apply_until(t, sim, ctx);
+        if !healed && t >= plan.chaos_ms {
+            driver.heal(sim, ctx);
+            phase(t, "heal");
+            healed = true;
+        }
+        if healed && t >= next_check {
+            next_check = t + 2_000;
+            if is_settled(ctx, services.backend, services.mcp, services.gateway, t) {
+                phase(t, "settled");
+                return End::Settled;
+            }
+            if t > deadline {
+                return End::Deadline;
+            }
+        }
+        if let Err(e) = sim.step() {
+            return End::Stopped(format!("the simulation stopped: {e}"));
+        }
+    }
+}
+
 /// Message latency outside latency faults.
 const BASE_LATENCY: Duration = Duration::from_millis(15);
-
-fn worker_host(w: u32) -> String {
-    format!("worker-{w}")
-}
 
 /// Applies the plan's network faults and crashes as simulated time passes.
 struct Driver {
@@ -198,7 +210,7 @@ struct Driver {
     applied: BTreeMap<(u32, Service), LinkState>,
     crashed: BTreeMap<u32, u32>,
     latency: BTreeMap<usize, u64>,
-    faults: Vec<crate::plan::Fault>,
+    faults: Vec<Fault>,
 }
 
 impl Driver {
@@ -333,9 +345,8 @@ impl Driver {
     }
 
     /// Ends every fault: links healthy, crashed workers restarted, latency back to normal.
-    fn heal(&mut self, sim: &mut turmoil::Sim<'_>, ctx: &Ctx, t: u64) {
+    fn heal(&mut self, sim: &mut turmoil::Sim<'_>, ctx: &Ctx) {
         self.apply_until(u64::MAX, sim, ctx);
-        let _ = t;
     }
 }
 

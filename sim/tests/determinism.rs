@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 use tasklatch_sim::backend::Backend;
-use tasklatch_sim::ctx::sim_policy;
 use tasklatch_sim::generate::{generate, Knobs};
+use tasklatch_sim::timing::sim_policy;
 use tasklatch_sim::world::{run, RunOptions};
 
 fn hash_of(seed: u64) -> String {

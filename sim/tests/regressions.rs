@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use tasklatch_sim::backend::Backend;
 use tasklatch_sim::campaign::run_plan;
-use tasklatch_sim::ctx::sim_policy;
 use tasklatch_sim::fixture::Fixture;
+use tasklatch_sim::timing::sim_policy;
 use tasklatch_sim::world::RunOptions;
 
 fn fixtures() -> Vec<(PathBuf, Fixture)> {

@@ -4,11 +4,11 @@
 
 use tasklatch_sim::backend::Backend;
 use tasklatch_sim::checker::{Invariant, Verdict, Violation};
-use tasklatch_sim::ctx::sim_policy;
 use tasklatch_sim::generate::{generate, Knobs};
 use tasklatch_sim::history::{Entry, Event, LaunchAnswer};
 use tasklatch_sim::plan::{Plan, UserAction};
 use tasklatch_sim::report::render;
+use tasklatch_sim::timing::sim_policy;
 use tasklatch_sim::world::{run, RunOptions, RunOutcome};
 
 fn simulate(seed: u64, knobs: &Knobs) -> (Plan, RunOutcome) {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use tasklatch_core::mutation::Mutant;
 use tasklatch_sim::backend::Backend;
 use tasklatch_sim::campaign::{run_plan, BackendFactory};
-use tasklatch_sim::ctx::sim_policy;
 use tasklatch_sim::generate::{generate, Knobs};
 use tasklatch_sim::shrink::{shrink, ShrinkOptions};
+use tasklatch_sim::timing::sim_policy;
 use tasklatch_sim::world::RunOptions;
 
 #[test]

@@ -3,7 +3,8 @@
 use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::history::{parse_key, Event, LaunchAnswer, RemoteOp};
-use crate::mcp_wire::McpAnswer;
+use crate::naming::task_label;
+use crate::wire::mcp::McpAnswer;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::policy::FAILURE_BUDGET;
 use tasklatch_core::ports::RunStatus;
@@ -132,7 +133,7 @@ fn lost(f: &Facts<'_>, v: &mut Verdict) {
         };
         v.push(
             Invariant::Lost,
-            Some(format!("task-{n}")),
+            Some(task_label(n)),
             Some(served_at),
             format!("final state `{}` never delivered ({what})", expected.status),
         );
@@ -247,7 +248,14 @@ fn is_empty_event(prompt: &str) -> bool {
     plain_status && prompt.contains("\"tracking_degraded\":false")
 }
 
+/// Never noisy (DOMAIN §9): no empty event, no run past the budget, no unchanged version.
 fn noisy(f: &Facts<'_>, v: &mut Verdict) {
+    noisy_launches(f, v);
+    unchanged_versions(f, v);
+}
+
+/// Launches that should not exist: of an empty event, past the failure budget.
+fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
     for l in &f.launches {
         if is_empty_event(l.prompt) {
             v.counts.noisy += 1;
@@ -290,6 +298,10 @@ fn noisy(f: &Facts<'_>, v: &mut Verdict) {
             );
         }
     }
+}
+
+/// Consecutive delivered versions whose events are the same, with no remote change between.
+fn unchanged_versions(f: &Facts<'_>, v: &mut Verdict) {
     for (&n, &task_id) in &f.task_ids {
         let Some((remote_id, _)) = f.remote.get(&n) else {
             continue;
@@ -311,7 +323,7 @@ fn noisy(f: &Facts<'_>, v: &mut Verdict) {
                 v.counts.noisy += 1;
                 v.push(
                     Invariant::Noisy,
-                    Some(format!("task-{n}")),
+                    Some(task_label(n)),
                     Some(entry_b),
                     format!(
                         "versions {va} and {vb} carry the same event with no change in between"

@@ -2,9 +2,9 @@
 //! and how they ended. Built once; every invariant check reads from here.
 
 use crate::history::{parse_key, Entry, Event, LaunchAnswer, RemoteOp};
-use crate::hosts::user::{owner_name, task_name, thread_name};
-use crate::mcp_wire::McpAnswer;
+use crate::naming::{owner_name, task_label, task_name, thread_name};
 use crate::plan::Plan;
+use crate::wire::mcp::McpAnswer;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::event::Event as TaskEvent;
 use tasklatch_core::ports::RunStatus;
@@ -118,33 +118,7 @@ impl<'a> Facts<'a> {
                     answer,
                     created_run,
                     ..
-                } => {
-                    let Some((task_id, version, attempt)) = parse_key(key) else {
-                        continue;
-                    };
-                    f.launches.push(Launch {
-                        entry: i,
-                        task_id,
-                        version,
-                        attempt,
-                        key,
-                        prompt,
-                        answer,
-                    });
-                    if let Some(run) = created_run {
-                        f.runs.insert(
-                            run,
-                            Run {
-                                run,
-                                task_id,
-                                version,
-                                created: i,
-                                prompt,
-                                end: None,
-                            },
-                        );
-                    }
-                }
+                } => f.launched(i, key, prompt, answer, created_run.as_deref()),
                 Event::RunEnded { run, status, .. } => {
                     if let Some(r) = f.runs.get_mut(run.as_str()) {
                         r.end = Some((i, *status));
@@ -159,9 +133,43 @@ impl<'a> Facts<'a> {
         f
     }
 
+    /// Launch entry `i`: a launch of a well-formed key, and the run it created, if any.
+    fn launched(
+        &mut self,
+        i: usize,
+        key: &'a str,
+        prompt: &'a str,
+        answer: &'a LaunchAnswer,
+        created_run: Option<&'a str>,
+    ) {
+        let Some((task_id, version, attempt)) = parse_key(key) else {
+            return;
+        };
+        self.launches.push(Launch {
+            entry: i,
+            task_id,
+            version,
+            attempt,
+            key,
+            prompt,
+            answer,
+        });
+        if let Some(run) = created_run {
+            let created = Run {
+                run,
+                task_id,
+                version,
+                created: i,
+                prompt,
+                end: None,
+            };
+            self.runs.insert(run, created);
+        }
+    }
+
     /// `task-{n}` of a task id.
     pub fn label(&self, task_id: &str) -> Option<String> {
-        self.n_of.get(task_id).map(|n| format!("task-{n}"))
+        self.n_of.get(task_id).map(|n| task_label(*n))
     }
 
     /// The remote handle of task `n`, as the remote server created it.

@@ -5,6 +5,7 @@
 use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::history::{parse_key, Event, RemoteOp};
+use crate::naming::task_label;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::store::CancelOutcome;
@@ -120,7 +121,7 @@ fn concurrent_cancels(f: &Facts<'_>, v: &mut Verdict) {
         for pair in spans.windows(2) {
             let ((_, end_a, _), (start_b, _, entry_b)) = (pair[0], pair[1]);
             if start_b < end_a {
-                let task = f.n_of_remote.get(remote_id).map(|n| format!("task-{n}"));
+                let task = f.n_of_remote.get(remote_id).map(|n| task_label(*n));
                 v.push(
                     Invariant::Fenced,
                     task,

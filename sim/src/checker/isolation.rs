@@ -4,7 +4,7 @@
 use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::history::{Event, RemoteOp};
-use crate::hosts::user::{owner_name, thread_name};
+use crate::naming::{owner_name, task_label, thread_name};
 use std::collections::BTreeMap;
 use tasklatch_core::store::CancelOutcome;
 
@@ -55,7 +55,7 @@ fn foreign_cancels(f: &Facts<'_>, v: &mut Verdict) {
             if owner.as_deref() != Some(by.as_str()) && *outcome != CancelOutcome::NotFound {
                 v.push(
                     Invariant::Isolated,
-                    Some(format!("task-{n}")),
+                    Some(task_label(*n)),
                     Some(i),
                     format!("{by} cancelled another owner's task: {outcome:?}"),
                 );
@@ -90,7 +90,7 @@ fn remote_cancels(f: &Facts<'_>, v: &mut Verdict) {
                 if !requested.contains_key(*task_id) {
                     v.push(
                         Invariant::Isolated,
-                        Some(format!("task-{n}")),
+                        Some(task_label(*n)),
                         Some(i),
                         "a remote cancel nobody requested",
                     );
@@ -113,7 +113,7 @@ fn remote_cancels(f: &Facts<'_>, v: &mut Verdict) {
         {
             v.push(
                 Invariant::Live,
-                Some(format!("task-{n}")),
+                Some(task_label(*n)),
                 Some(at),
                 "a requested cancel never reached the remote server",
             );

@@ -3,16 +3,17 @@
 //! A `LoseReplies` fault makes it do the work (the transaction commits) and then drop the
 //! reply: the caller cannot tell a lost request from a lost reply.
 
+use super::lose_reply;
 use crate::backend::Backend;
-use crate::ctx::{now_ms, Ctx};
-use crate::db_wire::{Envelope, StoreRequest, StoreResponse};
+use crate::ctx::Ctx;
+use crate::fault::Service;
 use crate::history::{Event, Grant, RowWrite};
-use crate::plan::{FaultKind, Service};
-use crate::wire::{serve, Reply};
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::wire::db::{Envelope, StoreRequest, StoreResponse};
+use crate::wire::rpc::{serve, Reply};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use tasklatch_core::lease::LeaseKind;
-use tasklatch_core::store::WriteOutcome;
+use tasklatch_core::store::{CancelOutcome, Scope, WriteOutcome};
 use tasklatch_core::time::Timestamp;
 use tasklatch_core::transitions::cancel::CancelAction;
 use tasklatch_core::transitions::outbox::NotifyAction;
@@ -26,7 +27,7 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
         let replies = replies.clone();
         async move {
             let answer = backend.store(env.body.clone()).await;
-            let dropped = lose_reply(&ctx, &replies);
+            let dropped = lose_reply(&ctx, Service::Db, &replies);
             record(&ctx, &env, &answer, dropped);
             if dropped {
                 Reply::Drop
@@ -36,29 +37,6 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
         }
     })
     .await
-}
-
-/// Whether a `LoseReplies` fault on `service` drops this reply (every `one_in`-th).
-pub fn lose_reply_of(ctx: &Ctx, service: Service, counter: &AtomicU64, host: &str) -> bool {
-    let Some((index, one_in)) = ctx
-        .active(now_ms(), |k| match k {
-            FaultKind::LoseReplies { service: s, one_in } if *s == service => Some(*one_in),
-            _ => None,
-        })
-        .next()
-    else {
-        return false;
-    };
-    let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
-    let drop = n % u64::from(one_in.max(1)) == 0;
-    if drop {
-        ctx.fire(index, host);
-    }
-    drop
-}
-
-fn lose_reply(ctx: &Ctx, counter: &AtomicU64) -> bool {
-    lose_reply_of(ctx, Service::Db, counter, "db")
 }
 
 fn notify_action_name(a: &NotifyAction) -> &'static str {
@@ -106,9 +84,23 @@ fn rows<'a>(writes: impl Iterator<Item = Row<'a>>, outcomes: &[WriteOutcome]) ->
 
 fn record(ctx: &Ctx, env: &Envelope<StoreRequest>, answer: &StoreResponse, dropped: bool) {
     let h = &ctx.history;
-    let about = |id: &str, event: Event| h.record_about("db", id, event);
+    if let StoreResponse::Outcomes(Ok(o)) = answer {
+        if let Some((lease, rows)) = written(&env.body, o) {
+            h.record(
+                "db",
+                None,
+                Event::StoreWrite {
+                    lease,
+                    rows,
+                    dropped,
+                },
+            );
+            return;
+        }
+    }
     match (&env.body, answer) {
-        (StoreRequest::Insert(row), StoreResponse::Unit(r)) => about(
+        (StoreRequest::Insert(row), StoreResponse::Unit(r)) => h.record_about(
+            "db",
             row.id().as_str(),
             Event::StoreInsert {
                 task_id: row.id().to_string(),
@@ -130,141 +122,100 @@ fn record(ctx: &Ctx, env: &Envelope<StoreRequest>, answer: &StoreResponse, dropp
                     expires_us: c.lease.expires_at.as_micros(),
                 })
                 .collect();
-            h.record(
-                "db",
-                None,
-                Event::StoreClaim {
-                    lease: *kind,
-                    worker: req.worker.to_string(),
-                    grants,
-                    dropped,
-                },
-            );
-        }
-        (StoreRequest::ApplyPolls(w, _), StoreResponse::Outcomes(Ok(o))) => {
-            let rows = rows(
-                w.iter().map(|w| {
-                    (
-                        w.task_id.as_str(),
-                        w.lease.token.0,
-                        None,
-                        w.completed_at,
-                        "apply_poll",
-                    )
-                }),
-                o,
-            );
-            h.record(
-                "db",
-                None,
-                Event::StoreWrite {
-                    lease: LeaseKind::Poll,
-                    rows,
-                    dropped,
-                },
-            );
-        }
-        (StoreRequest::FinishNotifications(w, now), StoreResponse::Outcomes(Ok(o))) => {
-            let rows = rows(
-                w.iter().map(|w| {
-                    (
-                        w.task_id.as_str(),
-                        w.lease.token.0,
-                        Some(w.dispatch_version),
-                        *now,
-                        notify_action_name(&w.action),
-                    )
-                }),
-                o,
-            );
-            h.record(
-                "db",
-                None,
-                Event::StoreWrite {
-                    lease: LeaseKind::Notify,
-                    rows,
-                    dropped,
-                },
-            );
-        }
-        (StoreRequest::FinishCancels(w, now), StoreResponse::Outcomes(Ok(o))) => {
-            let rows = rows(
-                w.iter().map(|w| {
-                    (
-                        w.task_id.as_str(),
-                        w.lease.token.0,
-                        None,
-                        *now,
-                        cancel_action_name(&w.action),
-                    )
-                }),
-                o,
-            );
-            h.record(
-                "db",
-                None,
-                Event::StoreWrite {
-                    lease: LeaseKind::Cancel,
-                    rows,
-                    dropped,
-                },
-            );
-        }
-        (StoreRequest::Release(kind, r, now), StoreResponse::Outcomes(Ok(o))) => {
-            let rows = rows(
-                r.iter()
-                    .map(|r| (r.task_id.as_str(), r.lease.token.0, None, *now, "release")),
-                o,
-            );
-            h.record(
-                "db",
-                None,
-                Event::StoreWrite {
-                    lease: *kind,
-                    rows,
-                    dropped,
-                },
-            );
-        }
-        (StoreRequest::RequestCancel(scope, _, _), StoreResponse::Cancel(Ok(outcome))) => {
-            let id = match outcome {
-                tasklatch_core::store::CancelOutcome::Requested(id)
-                | tasklatch_core::store::CancelOutcome::AlreadyRequested(id)
-                | tasklatch_core::store::CancelOutcome::AlreadyFinished(id) => Some(id.to_string()),
-                _ => None,
-            };
-            let event = Event::StoreCancel {
-                owner: scope.owner.to_string(),
-                thread: scope.thread.to_string(),
-                outcome: outcome.clone(),
+            let worker = req.worker.to_string();
+            let event = Event::StoreClaim {
+                lease: *kind,
+                worker,
+                grants,
                 dropped,
             };
-            match id {
-                Some(id) => about(&id, event),
-                None => h.record("db", None, event),
+            h.record("db", None, event);
+        }
+        (StoreRequest::RequestCancel(scope, _, _), StoreResponse::Cancel(Ok(outcome))) => {
+            cancel_requested(ctx, scope, outcome, dropped)
+        }
+        (body, _) if guarded(body) => {
+            if let Some(error) = store_error(answer) {
+                let op = format!("{:?}", std::mem::discriminant(body));
+                h.record("db", None, Event::StoreError { op, error });
             }
         }
-        (
-            StoreRequest::Claim(..)
+        _ => {}
+    }
+}
+
+/// Whether `req` is a lease-guarded call or a claim (whose failures are recorded).
+fn guarded(req: &StoreRequest) -> bool {
+    matches!(
+        req,
+        StoreRequest::Claim(..)
             | StoreRequest::ApplyPolls(..)
             | StoreRequest::FinishNotifications(..)
             | StoreRequest::FinishCancels(..)
             | StoreRequest::Release(..)
-            | StoreRequest::RequestCancel(..),
-            _,
-        ) => {
-            if let Some(error) = store_error(answer) {
-                h.record(
-                    "db",
+            | StoreRequest::RequestCancel(..)
+    )
+}
+
+/// The rows of a batched guarded write as the store answered them, with the lease they were
+/// written under; `None` for any other call.
+fn written(req: &StoreRequest, o: &[WriteOutcome]) -> Option<(LeaseKind, Vec<RowWrite>)> {
+    Some(match req {
+        StoreRequest::ApplyPolls(w, _) => {
+            let w = w.iter().map(|w| {
+                let token = w.lease.token.0;
+                (
+                    w.task_id.as_str(),
+                    token,
                     None,
-                    Event::StoreError {
-                        op: format!("{:?}", std::mem::discriminant(&env.body)),
-                        error,
-                    },
-                );
-            }
+                    w.completed_at,
+                    "apply_poll",
+                )
+            });
+            (LeaseKind::Poll, rows(w, o))
         }
-        _ => {}
+        StoreRequest::FinishNotifications(w, now) => {
+            let w = w.iter().map(|w| {
+                let action = notify_action_name(&w.action);
+                let version = Some(w.dispatch_version);
+                (w.task_id.as_str(), w.lease.token.0, version, *now, action)
+            });
+            (LeaseKind::Notify, rows(w, o))
+        }
+        StoreRequest::FinishCancels(w, now) => {
+            let w = w.iter().map(|w| {
+                let action = cancel_action_name(&w.action);
+                (w.task_id.as_str(), w.lease.token.0, None, *now, action)
+            });
+            (LeaseKind::Cancel, rows(w, o))
+        }
+        StoreRequest::Release(kind, r, now) => {
+            let r = r
+                .iter()
+                .map(|r| (r.task_id.as_str(), r.lease.token.0, None, *now, "release"));
+            (*kind, rows(r, o))
+        }
+        _ => return None,
+    })
+}
+
+/// A cancel request the store recorded, about the task it found (if it found one).
+fn cancel_requested(ctx: &Ctx, scope: &Scope, outcome: &CancelOutcome, dropped: bool) {
+    let id = match outcome {
+        CancelOutcome::Requested(id)
+        | CancelOutcome::AlreadyRequested(id)
+        | CancelOutcome::AlreadyFinished(id) => Some(id.to_string()),
+        _ => None,
+    };
+    let event = Event::StoreCancel {
+        owner: scope.owner.to_string(),
+        thread: scope.thread.to_string(),
+        outcome: outcome.clone(),
+        dropped,
+    };
+    match id {
+        Some(id) => ctx.history.record_about("db", &id, event),
+        None => ctx.history.record("db", None, event),
     }
 }
 

@@ -2,12 +2,13 @@
 //! run), 409 while a run is active on the thread, 404 for deleted threads, and a simulated
 //! agent runtime that ends each run after a while — successfully unless a fault says otherwise.
 
-use crate::backend::{Backend, LedgerAnswer, LedgerCall};
+use crate::backend::Backend;
 use crate::ctx::{now_ms, timestamp, Ctx};
-use crate::gateway_wire::{GatewayRequest, GatewayResponse};
+use crate::fault::{BadEnd, FaultKind, Service};
 use crate::history::{Event, LaunchAnswer};
-use crate::plan::{BadEnd, FaultKind, Service};
-use crate::wire::{serve, Reply};
+use crate::ledger_call::{LedgerAnswer, LedgerCall};
+use crate::wire::gateway::{GatewayRequest, GatewayResponse};
+use crate::wire::rpc::{serve, Reply};
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -150,46 +151,8 @@ async fn launch(
             LaunchOutcome::Failed("gateway error 503".into()),
         )
     } else {
-        let outcome = match backend
-            .ledger(LedgerCall::Start(req.clone(), now_ts()))
-            .await
-        {
-            LedgerAnswer::Launch(Ok(o)) => o,
-            LedgerAnswer::Launch(Err(e)) => LaunchOutcome::Failed(e.to_string()),
-            _ => LaunchOutcome::Failed("ledger answered out of turn".into()),
-        };
-        let answer = match &outcome {
-            LaunchOutcome::Started(run) => {
-                let new = {
-                    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-                    st.known.insert(run.clone()) && st.scheduled.insert(run.clone())
-                };
-                if new {
-                    ctx.history.alias(run.as_str(), &req.key);
-                    schedule_end(
-                        ctx.clone(),
-                        backend.clone(),
-                        state.clone(),
-                        run.clone(),
-                        req.key.clone(),
-                        t,
-                    );
-                    created_run = Some(run.to_string());
-                }
-                LaunchAnswer::Started {
-                    run: run.to_string(),
-                }
-            }
-            LaunchOutcome::Busy => {
-                ctx.exercised("launcher_409_busy_thread", "gateway", None);
-                LaunchAnswer::Busy
-            }
-            LaunchOutcome::ThreadGone => {
-                ctx.exercised("launcher_404_thread_gone", "gateway", None);
-                LaunchAnswer::Gone
-            }
-            LaunchOutcome::Failed(_) => LaunchAnswer::Error,
-        };
+        let (answer, outcome, created) = start(ctx, backend, state, &req, t).await;
+        created_run = created;
         match (errors, &outcome) {
             (Some((index, true)), LaunchOutcome::Started(_)) => {
                 ctx.fire(index, "gateway");
@@ -203,7 +166,7 @@ async fn launch(
     };
     let dropped = {
         let st = state.lock().unwrap_or_else(|p| p.into_inner());
-        crate::hosts::db::lose_reply_of(ctx, Service::Gateway, &st.replies, "gateway")
+        super::lose_reply(ctx, Service::Gateway, &st.replies)
     };
     ctx.history.record_about(
         "gateway",
@@ -225,6 +188,53 @@ async fn launch(
     }
 }
 
+/// Starts (or finds) the run for the request's key in the ledger; a run new to the gateway is
+/// scheduled to end, and returned as the created run.
+async fn start(
+    ctx: &Arc<Ctx>,
+    backend: &Backend,
+    state: &Arc<Mutex<GatewayState>>,
+    req: &RunRequest,
+    t: u64,
+) -> (LaunchAnswer, LaunchOutcome, Option<String>) {
+    let outcome = match backend
+        .ledger(LedgerCall::Start(req.clone(), now_ts()))
+        .await
+    {
+        LedgerAnswer::Launch(Ok(o)) => o,
+        LedgerAnswer::Launch(Err(e)) => LaunchOutcome::Failed(e.to_string()),
+        _ => LaunchOutcome::Failed("ledger answered out of turn".into()),
+    };
+    let mut created_run = None;
+    let answer = match &outcome {
+        LaunchOutcome::Started(run) => {
+            let new = {
+                let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                st.known.insert(run.clone()) && st.scheduled.insert(run.clone())
+            };
+            if new {
+                ctx.history.alias(run.as_str(), &req.key);
+                let (ended, key) = (run.clone(), req.key.clone());
+                schedule_end(ctx.clone(), backend.clone(), state.clone(), ended, key, t);
+                created_run = Some(run.to_string());
+            }
+            LaunchAnswer::Started {
+                run: run.to_string(),
+            }
+        }
+        LaunchOutcome::Busy => {
+            ctx.exercised("launcher_409_busy_thread", "gateway", None);
+            LaunchAnswer::Busy
+        }
+        LaunchOutcome::ThreadGone => {
+            ctx.exercised("launcher_404_thread_gone", "gateway", None);
+            LaunchAnswer::Gone
+        }
+        LaunchOutcome::Failed(_) => LaunchAnswer::Error,
+    };
+    (answer, outcome, created_run)
+}
+
 /// Ends a new run after its duration, as the plan's faults at its start say.
 fn schedule_end(
     ctx: Arc<Ctx>,
@@ -234,6 +244,37 @@ fn schedule_end(
     key: String,
     t: u64,
 ) {
+    let (run_ms, end) = run_fate(&ctx, &state, &run, t);
+    tokio::task::spawn_local(async move {
+        tokio::time::sleep(Duration::from_millis(run_ms)).await;
+        let ledger_end = if end == RunStatus::Missing {
+            RunStatus::Interrupted
+        } else {
+            end
+        };
+        let _ = backend
+            .ledger(LedgerCall::Finish(run.clone(), ledger_end, now_ts()))
+            .await;
+        state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .scheduled
+            .remove(&run);
+        ctx.history.record_about(
+            "gateway",
+            &key,
+            Event::RunEnded {
+                run: run.to_string(),
+                key: key.clone(),
+                status: end,
+            },
+        );
+    });
+}
+
+/// How long a run started at `t` takes and how it ends: slow and bad-run faults active at
+/// its start decide, and a lost-runs fault makes the gateway forget it (it reads "missing").
+fn run_fate(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId, t: u64) -> (u64, RunStatus) {
     let slow = ctx.active(t, |k| match k {
         FaultKind::SlowRuns { run_ms } => Some(*run_ms),
         _ => None,
@@ -278,29 +319,5 @@ fn schedule_end(
         }
         (None, None) => RunStatus::Success,
     };
-    tokio::task::spawn_local(async move {
-        tokio::time::sleep(Duration::from_millis(run_ms)).await;
-        let ledger_end = if end == RunStatus::Missing {
-            RunStatus::Interrupted
-        } else {
-            end
-        };
-        let _ = backend
-            .ledger(LedgerCall::Finish(run.clone(), ledger_end, now_ts()))
-            .await;
-        state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .scheduled
-            .remove(&run);
-        ctx.history.record_about(
-            "gateway",
-            &key,
-            Event::RunEnded {
-                run: run.to_string(),
-                key: key.clone(),
-                status: end,
-            },
-        );
-    });
+    (run_ms, end)
 }

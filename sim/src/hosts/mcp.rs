@@ -6,10 +6,12 @@
 //! from the state the engine applied.
 
 use crate::ctx::{now_ms, Ctx};
+use crate::fault::{FaultKind, Service};
 use crate::history::{Event, RemoteOp};
-use crate::mcp_wire::{McpAnswer, McpRequest, WireHint, WireReport, WireText};
-use crate::plan::{Content, FaultKind, QuirkKind, ScriptStatus, Service, TaskPlan};
-use crate::wire::{serve, Reply};
+use crate::naming::{task_label, task_number};
+use crate::plan::{Content, QuirkKind, ScriptStatus, TaskPlan};
+use crate::wire::mcp::{McpAnswer, McpRequest, WireHint, WireReport, WireText};
+use crate::wire::rpc::{serve, Reply};
 use rand::RngCore;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -247,106 +249,31 @@ pub async fn host(ctx: Arc<Ctx>, state: Arc<Mutex<McpState>>) -> turmoil::Result
 fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswer> {
     let t = now_ms();
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-    let (remote_id, op, answer) = match req {
-        McpRequest::Submit { owner, input } => {
-            let Some(plan) = input
-                .strip_prefix("task-")
-                .and_then(|n| n.parse::<u32>().ok())
-                .and_then(|n| ctx.plan.task(n))
-            else {
-                return Reply::Send(McpAnswer::Rejected("unknown job".into()));
-            };
-            let duplicate = plan
-                .quirk
-                .as_ref()
-                .is_some_and(|q| q.kind == QuirkKind::DuplicateHandle);
-            let earlier = st
-                .tasks
-                .values()
-                .find(|e| e.owner == owner && e.n != plan.n)
-                .cloned();
-            let task = match (duplicate, earlier) {
-                (true, Some(e)) => {
-                    ctx.exercised(
-                        "remote_duplicate_handle",
-                        "mcp",
-                        Some(format!("task-{}", plan.n)),
-                    );
-                    e
-                }
-                _ => {
-                    let mut secret = [0u8; 6];
-                    st.rng.fill_bytes(&mut secret);
-                    let tag = hex::encode(secret);
-                    let t_new = RemoteTask {
-                        n: plan.n,
-                        owner,
-                        remote_id: format!("rem-{}-SECRET-{tag}", plan.n),
-                        driver_data: format!("drv-SECRET-{tag}"),
-                        created_ms: t,
-                        cancelled_ms: None,
-                        served: Vec::new(),
-                    };
-                    ctx.history.label(&t_new.remote_id, plan.n);
-                    ctx.history.record(
-                        "mcp",
-                        Some(format!("task-{}", plan.n)),
-                        Event::RemoteCreated {
-                            n: plan.n,
-                            remote_id: t_new.remote_id.clone(),
-                            driver_data: t_new.driver_data.clone(),
-                        },
-                    );
-                    st.tasks.insert(t_new.remote_id.clone(), t_new.clone());
-                    t_new
-                }
-            };
-            let Some(task_plan) = ctx.plan.task(task.n) else {
-                return Reply::Send(McpAnswer::Rejected("unknown job".into()));
-            };
-            let answer = match report(&task, task_plan, view_at(&task, task_plan, t)) {
-                McpAnswer::Report(r) => McpAnswer::Created {
-                    remote_id: task.remote_id.clone(),
-                    driver_data: task.driver_data.clone(),
-                    report: r,
-                },
-                other => other,
-            };
-            (task.remote_id, RemoteOp::Submit, answer)
-        }
+    let served = match req {
+        McpRequest::Submit { owner, input } => submit(ctx, &mut st, owner, &input, t)
+            .map(|(id, a)| (id, RemoteOp::Submit, a))
+            .ok_or_else(|| McpAnswer::Rejected("unknown job".into())),
         McpRequest::Status { remote_id } | McpRequest::Cancel { remote_id }
             if !st.tasks.contains_key(&remote_id) =>
         {
-            return Reply::Send(McpAnswer::Unknown);
+            Err(McpAnswer::Unknown)
         }
         McpRequest::Status { remote_id } => {
-            let answer = match transient_error(ctx, t, &remote_id) {
-                Some(e) => e,
-                None => served_view(ctx, &mut st, &remote_id, t),
-            };
-            (remote_id, RemoteOp::Status, answer)
+            let answer = transient_error(ctx, t, &remote_id)
+                .unwrap_or_else(|| served_view(ctx, &mut st, &remote_id, t));
+            Ok((remote_id, RemoteOp::Status, answer))
         }
         McpRequest::Cancel { remote_id } => {
-            let answer = match transient_error(ctx, t, &remote_id) {
-                Some(e) => e,
-                None => {
-                    if let (Some(task), Some(plan)) = (
-                        st.tasks.get(&remote_id),
-                        st.tasks.get(&remote_id).and_then(|x| ctx.plan.task(x.n)),
-                    ) {
-                        if !view_at(task, plan, t).is_terminal() {
-                            if let Some(task) = st.tasks.get_mut(&remote_id) {
-                                task.cancelled_ms = Some(t);
-                            }
-                        }
-                    }
-                    served_view(ctx, &mut st, &remote_id, t)
-                }
-            };
-            (remote_id, RemoteOp::Cancel, answer)
+            let answer = cancel(ctx, &mut st, &remote_id, t);
+            Ok((remote_id, RemoteOp::Cancel, answer))
         }
     };
-    let dropped = crate::hosts::db::lose_reply_of(ctx, Service::Mcp, &st.replies, "mcp");
+    // Requests the server cannot place (unknown job, unknown task) are answered unrecorded.
+    let (remote_id, op, answer) = match served {
+        Ok(served) => served,
+        Err(unplaced) => return Reply::Send(unplaced),
+    };
+    let dropped = super::lose_reply(ctx, Service::Mcp, &st.replies);
     drop(st);
     ctx.history.record_about(
         "mcp",
@@ -365,6 +292,93 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
     }
 }
 
+/// A submit of the plan's task named by `input`: a new remote task (or, for the duplicate
+/// handle quirk, an earlier task of the same owner) and its first report; `None` for an
+/// input that names no task of the plan.
+fn submit(
+    ctx: &Ctx,
+    st: &mut McpState,
+    owner: String,
+    input: &str,
+    t: u64,
+) -> Option<(String, McpAnswer)> {
+    let plan = task_number(input)
+        .and_then(|n| u32::try_from(n).ok())
+        .and_then(|n| ctx.plan.task(n))?;
+    let duplicate = plan
+        .quirk
+        .as_ref()
+        .is_some_and(|q| q.kind == QuirkKind::DuplicateHandle);
+    let earlier = st
+        .tasks
+        .values()
+        .find(|e| e.owner == owner && e.n != plan.n)
+        .cloned();
+    let task = match (duplicate, earlier) {
+        (true, Some(e)) => {
+            ctx.exercised("remote_duplicate_handle", "mcp", Some(task_label(plan.n)));
+            e
+        }
+        _ => create(ctx, st, plan.n, owner, t),
+    };
+    let task_plan = ctx.plan.task(task.n)?;
+    let answer = match report(&task, task_plan, view_at(&task, task_plan, t)) {
+        McpAnswer::Report(r) => McpAnswer::Created {
+            remote_id: task.remote_id.clone(),
+            driver_data: task.driver_data.clone(),
+            report: r,
+        },
+        other => other,
+    };
+    Some((task.remote_id, answer))
+}
+
+/// Creates remote task `n` for `owner` at `t`, with fresh secrets, and records it.
+fn create(ctx: &Ctx, st: &mut McpState, n: u32, owner: String, t: u64) -> RemoteTask {
+    let mut secret = [0u8; 6];
+    st.rng.fill_bytes(&mut secret);
+    let tag = hex::encode(secret);
+    let task = RemoteTask {
+        n,
+        owner,
+        remote_id: format!("rem-{n}-SECRET-{tag}"),
+        driver_data: format!("drv-SECRET-{tag}"),
+        created_ms: t,
+        cancelled_ms: None,
+        served: Vec::new(),
+    };
+    ctx.history.label(&task.remote_id, n);
+    ctx.history.record(
+        "mcp",
+        Some(task_label(n)),
+        Event::RemoteCreated {
+            n,
+            remote_id: task.remote_id.clone(),
+            driver_data: task.driver_data.clone(),
+        },
+    );
+    st.tasks.insert(task.remote_id.clone(), task.clone());
+    task
+}
+
+/// A cancel: the task is cancelled at `t` unless it already ended, then reported.
+fn cancel(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {
+    if let Some(e) = transient_error(ctx, t, remote_id) {
+        return e;
+    }
+    if let (Some(task), Some(plan)) = (
+        st.tasks.get(remote_id),
+        st.tasks.get(remote_id).and_then(|x| ctx.plan.task(x.n)),
+    ) {
+        if !view_at(task, plan, t).is_terminal() {
+            if let Some(task) = st.tasks.get_mut(remote_id) {
+                task.cancelled_ms = Some(t);
+            }
+        }
+    }
+    served_view(ctx, st, remote_id, t)
+}
+
 fn served_view(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {
     let Some(task) = st.tasks.get_mut(remote_id) else {
         return McpAnswer::Unknown;
@@ -373,7 +387,7 @@ fn served_view(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnsw
         return McpAnswer::Unknown;
     };
     let view = view_at(task, plan, t);
-    let label = Some(format!("task-{}", task.n));
+    let label = Some(task_label(task.n));
     if let Some(what) = exercised_by(&view) {
         ctx.exercised(what, "mcp", label.clone());
     }

@@ -1,35 +1,19 @@
 //! The `user` host: users submitting tasks, cancelling (their own and others'), deleting
 //! threads and listing — everything they see is recorded.
 
-use crate::clients::{Caller, RpcDriver, RpcLauncher, RpcStore, SimClock};
 use crate::ctx::{now_ms, Ctx};
-use crate::gateway_wire::{GatewayRequest, GatewayResponse};
 use crate::history::Event;
+use crate::naming::{owner_name, task_label, task_name, thread_name};
 use crate::plan::{TaskPlan, UserAction};
+use crate::ports::{engine, Caller, RpcLauncher, SimEngine};
+use crate::wire::gateway::{GatewayRequest, GatewayResponse};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tasklatch_core::engine::{Engine, SubmitCommand};
+use tasklatch_core::engine::SubmitCommand;
 use tasklatch_core::ids::{IdSource, SeededIds, TaskId, WorkerId};
 use tasklatch_core::store::{CancelTarget, Scope};
-
-type UserEngine = Engine<RpcStore, RpcDriver, RpcLauncher, SimClock>;
-
-/// Owner name of owner number `o`.
-pub fn owner_name(o: u32) -> String {
-    format!("user-{o}")
-}
-
-/// Thread name of thread `t` of owner `o`.
-pub fn thread_name(o: u32, t: u32) -> String {
-    format!("user-{o}-thread-{t}")
-}
-
-/// The name users give task `n`.
-pub fn task_name(n: u32) -> String {
-    format!("job-{n}")
-}
 
 fn scope(o: u32, t: u32) -> Scope {
     Scope {
@@ -53,7 +37,7 @@ impl IdSource for RecordingIds {
         self.ctx.history.label(id.as_str(), self.n);
         self.ctx.history.record(
             "user",
-            Some(format!("task-{}", self.n)),
+            Some(task_label(self.n)),
             Event::SubmitSent {
                 n: self.n,
                 task_id: id.to_string(),
@@ -82,21 +66,7 @@ pub async fn host(ctx: Arc<Ctx>) -> turmoil::Result {
     let launcher = RpcLauncher {
         caller: caller.clone(),
     };
-    let engine: Rc<UserEngine> = Rc::new(Engine::new(
-        RpcStore {
-            caller: caller.clone(),
-        },
-        RpcDriver {
-            caller: caller.clone(),
-        },
-        RpcLauncher { caller },
-        SimClock {
-            ctx: ctx.clone(),
-            worker: None,
-        },
-        WorkerId("user".into()),
-        ctx.policy.clone(),
-    ));
+    let engine: Rc<SimEngine> = Rc::new(engine(caller, None, WorkerId("user".into())));
     let mut threads: Vec<(u32, u32)> = ctx.plan.tasks.iter().map(|t| (t.owner, t.thread)).collect();
     threads.sort();
     threads.dedup();
@@ -156,7 +126,7 @@ async fn admin(launcher: &RpcLauncher, req: GatewayRequest) {
 
 async fn submit(
     ctx: &Arc<Ctx>,
-    engine: &UserEngine,
+    engine: &SimEngine,
     assigned: &Arc<Mutex<BTreeMap<u32, TaskId>>>,
     t: TaskPlan,
 ) {
@@ -179,7 +149,7 @@ async fn submit(
         server: "mcp".into(),
         name: task_name(t.n),
         tool: "job".into(),
-        arguments: format!("task-{}", t.n),
+        arguments: task_label(t.n),
     };
     let answer = engine
         .submit(&ids, cmd)
@@ -188,21 +158,21 @@ async fn submit(
         .map_err(|e| e.to_string());
     ctx.history.record(
         "user",
-        Some(format!("task-{}", t.n)),
+        Some(task_label(t.n)),
         Event::SubmitAnswered { n: t.n, answer },
     );
 }
 
 async fn cancel(
     ctx: &Arc<Ctx>,
-    engine: &UserEngine,
+    engine: &SimEngine,
     n: u32,
     scope: Scope,
     target: CancelTarget,
     session: u32,
 ) {
     let by = scope.owner.to_string();
-    let label = Some(format!("task-{n}"));
+    let label = Some(task_label(n));
     ctx.history.record(
         "user",
         label.clone(),
@@ -222,7 +192,7 @@ async fn cancel(
 
 async fn act(
     ctx: &Arc<Ctx>,
-    engine: &Rc<UserEngine>,
+    engine: &Rc<SimEngine>,
     launcher: &RpcLauncher,
     assigned: &Arc<Mutex<BTreeMap<u32, TaskId>>>,
     a: UserAction,
@@ -242,84 +212,77 @@ async fn act(
             by_name,
             ..
         } => {
-            let Some(plan) = ctx.plan.task(task) else {
-                return;
-            };
             let target = if by_name {
-                CancelTarget::Name(task_name(task))
+                Some(CancelTarget::Name(task_name(task)))
             } else {
-                match id_of(task) {
-                    Some(id) => CancelTarget::Id(id),
-                    None => return,
-                }
+                id_of(task).map(CancelTarget::Id)
             };
-            let s = scope(plan.owner, plan.thread);
-            if concurrent {
-                ctx.exercised("cancel_concurrent", "user", Some(format!("task-{task}")));
-                let other = {
-                    let (ctx, engine, s, target) =
-                        (ctx.clone(), engine.clone(), s.clone(), target.clone());
-                    tokio::task::spawn_local(async move {
-                        cancel(&ctx, &engine, task, s, target, 1).await
-                    })
-                };
-                cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
-                let _ = other.await;
-            } else {
-                cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
-            }
-            if by_name {
-                ctx.exercised("cancel_by_name", "user", Some(format!("task-{task}")));
-            }
-            for _ in 0..repeats {
-                ctx.exercised("cancel_repeated", "user", Some(format!("task-{task}")));
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                cancel(ctx, engine, task, s.clone(), target.clone(), 0).await;
+            if let Some(target) = target {
+                owner_cancel(ctx, engine, task, target, repeats, concurrent).await;
             }
         }
         UserAction::ForeignCancel { task, by_owner, .. } => {
             let Some(id) = id_of(task) else { return };
-            ctx.exercised("cancel_foreign", "user", Some(format!("task-{task}")));
-            cancel(
-                ctx,
-                engine,
-                task,
-                scope(by_owner, 0),
-                CancelTarget::Id(id),
-                0,
-            )
-            .await;
+            ctx.exercised("cancel_foreign", "user", Some(task_label(task)));
+            let (intruder, target) = (scope(by_owner, 0), CancelTarget::Id(id));
+            cancel(ctx, engine, task, intruder, target, 0).await;
         }
         UserAction::DeleteThread { owner, thread, .. } => {
             ctx.exercised("thread_deleted", "user", None);
-            admin(
-                launcher,
-                GatewayRequest::DeleteThread(thread_name(owner, thread).into()),
-            )
-            .await;
-            ctx.history.record(
-                "user",
-                None,
-                Event::ThreadDeleted {
-                    owner: owner_name(owner),
-                    thread: thread_name(owner, thread),
-                },
-            );
+            let thread_id = thread_name(owner, thread).into();
+            admin(launcher, GatewayRequest::DeleteThread(thread_id)).await;
+            let event = Event::ThreadDeleted {
+                owner: owner_name(owner),
+                thread: thread_name(owner, thread),
+            };
+            ctx.history.record("user", None, event);
         }
         UserAction::List { owner, thread, .. } => {
             let answer = engine
                 .list(&scope(owner, thread))
                 .await
                 .map_err(|e| e.to_string());
-            ctx.history.record(
-                "user",
-                None,
-                Event::Listed {
-                    owner: owner_name(owner),
-                    thread: thread_name(owner, thread),
-                    answer,
-                },
-            );
+            let event = Event::Listed {
+                owner: owner_name(owner),
+                thread: thread_name(owner, thread),
+                answer,
+            };
+            ctx.history.record("user", None, event);
         }
+    }
+}
+
+/// The owner cancels task `n` in its thread: once (or twice at the same instant, from two
+/// sessions, if `concurrent`), then `repeats` more times one second apart.
+async fn owner_cancel(
+    ctx: &Arc<Ctx>,
+    engine: &Rc<SimEngine>,
+    n: u32,
+    target: CancelTarget,
+    repeats: u32,
+    concurrent: bool,
+) {
+    let Some(plan) = ctx.plan.task(n) else {
+        return;
+    };
+    let s = scope(plan.owner, plan.thread);
+    if concurrent {
+        ctx.exercised("cancel_concurrent", "user", Some(task_label(n)));
+        let other = {
+            let (ctx, engine, s, target) = (ctx.clone(), engine.clone(), s.clone(), target.clone());
+            tokio::task::spawn_local(async move { cancel(&ctx, &engine, n, s, target, 1).await })
+        };
+        cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
+        let _ = other.await;
+    } else {
+        cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
+    }
+    if matches!(target, CancelTarget::Name(_)) {
+        ctx.exercised("cancel_by_name", "user", Some(task_label(n)));
+    }
+    for _ in 0..repeats {
+        ctx.exercised("cancel_repeated", "user", Some(task_label(n)));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
     }
 }

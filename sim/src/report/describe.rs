@@ -5,10 +5,10 @@
 //! kinds added after this module was written) without panicking, and [`summary`] never returns
 //! more than [`MAX_SUMMARY_CHARS`] characters.
 
-use crate::coverage::fault_name;
 use crate::history::{Entry, Event, LaunchAnswer, RowWrite};
-use crate::mcp_wire::{McpAnswer, WireReport};
-use crate::plan::{Fault, FaultKind, Plan};
+use crate::naming::task_label;
+use crate::plan::Plan;
+use crate::wire::mcp::{McpAnswer, WireReport};
 use tasklatch_core::store::CancelOutcome;
 
 /// Longest summary, in characters.
@@ -38,33 +38,8 @@ pub fn kind(event: &Event) -> String {
 /// `#i name` of fault `index` of the plan, or `#i (not in the plan)`.
 pub fn fault_label(plan: &Plan, index: usize) -> String {
     match plan.faults.get(index) {
-        Some(f) => format!("#{index} {}", fault_name(f)),
+        Some(f) => format!("#{index} {}", f.name()),
         None => format!("#{index} (not in the plan)"),
-    }
-}
-
-/// What a fault hits and how hard, in words (`worker-0 ↔ db`, `max 635 ms`, …).
-pub fn fault_target(fault: &Fault) -> String {
-    let w = |w: &u32| format!("worker-{w}");
-    match &fault.kind {
-        FaultKind::Crash { worker } => w(worker),
-        FaultKind::Pause { worker, lane } => format!("{} lane {lane}", w(worker)),
-        FaultKind::Partition { worker, service } | FaultKind::Hold { worker, service } => {
-            format!("{} ↔ {}", w(worker), service.host())
-        }
-        FaultKind::LoseReplies { service, one_in } => {
-            format!("{}: 1 reply in {one_in}", service.host())
-        }
-        FaultKind::Latency { max_ms } => format!("network: up to {max_ms} ms"),
-        FaultKind::Skew { worker, skew_ms } => format!("{}: {skew_ms:+} ms", w(worker)),
-        FaultKind::SlowRuns { run_ms } => format!("gateway: runs take {run_ms} ms"),
-        FaultKind::SlowRemote { delay_ms } => format!("mcp: {delay_ms} ms delay"),
-        FaultKind::GatewayBusy
-        | FaultKind::GatewayErrors { .. }
-        | FaultKind::LookupErrors
-        | FaultKind::LostRuns
-        | FaultKind::BadRuns { .. } => "gateway".to_owned(),
-        FaultKind::RemoteErrors => "mcp".to_owned(),
     }
 }
 
@@ -82,7 +57,17 @@ pub fn line(plan: &Plan, index: usize, entry: &Entry) -> String {
 /// A one-line summary of the event's payload. Batched store calls list only the rows whose
 /// task id `keep` accepts (all rows when it accepts everything).
 pub fn summary(plan: &Plan, event: &Event, keep: &dyn Fn(&str) -> bool) -> String {
-    let s = match event {
+    let s = world(plan, event)
+        .or_else(|| user(event))
+        .or_else(|| service(event))
+        .or_else(|| store(event, keep))
+        .unwrap_or_else(|| generic(event));
+    s.chars().take(MAX_SUMMARY_CHARS).collect()
+}
+
+/// What the world and the hosts themselves did: phases, faults, coverage, restarts.
+fn world(plan: &Plan, event: &Event) -> Option<String> {
+    Some(match event {
         Event::Phase { name } => format!("phase {name}"),
         Event::FaultFired { index } => format!("fault {} took effect", fault_label(plan, *index)),
         Event::FaultStarted { index } => format!(
@@ -96,18 +81,30 @@ pub fn summary(plan: &Plan, event: &Event, keep: &dyn Fn(&str) -> bool) -> Strin
             target(plan, *index)
         ),
         Event::Exercised { what } => format!("exercised {what}"),
+        Event::HostStarted => "host (re)started its software".to_owned(),
+        _ => return None,
+    })
+}
+
+/// What users did and saw.
+fn user(event: &Event) -> Option<String> {
+    Some(match event {
         Event::ThreadCreated { owner, thread } => format!("{owner}: thread {thread} created"),
-        Event::SubmitSent { n, task_id } => format!("submit task-{n} as {task_id}"),
+        Event::SubmitSent { n, task_id } => format!("submit {} as {task_id}", task_label(*n)),
         Event::SubmitAnswered { n, answer } => match answer {
-            Ok(id) => format!("task-{n} submitted: {id}"),
-            Err(e) => format!("task-{n} submit failed: {}", excerpt(e)),
+            Ok(id) => format!("{} submitted: {id}", task_label(*n)),
+            Err(e) => format!("{} submit failed: {}", task_label(*n), excerpt(e)),
         },
         Event::CancelSent { n, by, session } => {
-            format!("cancel task-{n} sent by {by} (session {session})")
+            format!("cancel {} sent by {by} (session {session})", task_label(*n))
         }
         Event::CancelAnswered { n, by, answer } => match answer {
-            Ok(o) => format!("cancel task-{n} answered to {by}: {}", cancel_outcome(o)),
-            Err(e) => format!("cancel task-{n} failed for {by}: {}", excerpt(e)),
+            Ok(o) => format!(
+                "cancel {} answered to {by}: {}",
+                task_label(*n),
+                cancel_outcome(o)
+            ),
+            Err(e) => format!("cancel {} failed for {by}: {}", task_label(*n), excerpt(e)),
         },
         Event::Listed {
             owner,
@@ -118,8 +115,15 @@ pub fn summary(plan: &Plan, event: &Event, keep: &dyn Fn(&str) -> bool) -> Strin
             Err(e) => format!("{owner} listing {thread} failed: {}", excerpt(e)),
         },
         Event::ThreadDeleted { owner, thread } => format!("{owner} deleted {thread}"),
+        _ => return None,
+    })
+}
+
+/// What the remote server and the launcher served, and what the ports saw of it.
+fn service(event: &Event) -> Option<String> {
+    Some(match event {
         Event::RemoteCreated { n, remote_id, .. } => {
-            format!("remote task {remote_id} created for task-{n}")
+            format!("remote task {remote_id} created for {}", task_label(*n))
         }
         Event::RemoteServed {
             op,
@@ -168,6 +172,13 @@ pub fn summary(plan: &Plan, event: &Event, keep: &dyn Fn(&str) -> bool) -> Strin
             format!("run {run} ({key}) ended: {}", status.as_str())
         }
         Event::PortLookup { lane, run, outcome } => format!("{lane} looked up {run}: {outcome}"),
+        _ => return None,
+    })
+}
+
+/// What the store answered; batched calls list the rows `keep` accepts.
+fn store(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
+    Some(match event {
         Event::StoreInsert {
             task_id,
             outcome,
@@ -228,10 +239,8 @@ pub fn summary(plan: &Plan, event: &Event, keep: &dyn Fn(&str) -> bool) -> Strin
             )
         }
         Event::StoreError { op, error } => format!("store error in {op}: {}", excerpt(error)),
-        Event::HostStarted => "host (re)started its software".to_owned(),
-        other => generic(other),
-    };
-    s.chars().take(MAX_SUMMARY_CHARS).collect()
+        _ => return None,
+    })
 }
 
 /// One row of a batched write: `tsk_… token 3 apply_poll → v2/n1 pending` or `… refused LeaseExpired`.
@@ -256,7 +265,7 @@ pub fn row_write(r: &RowWrite) -> String {
 fn target(plan: &Plan, index: usize) -> String {
     plan.faults
         .get(index)
-        .map(|f| format!(" ({})", fault_target(f)))
+        .map(|f| format!(" ({})", f.kind.detail()))
         .unwrap_or_default()
 }
 

@@ -7,6 +7,7 @@
 
 use crate::checker::Verdict;
 use crate::history::{Entry, Event};
+use crate::naming::{task_label, task_number, worker_host, worker_number};
 use crate::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,15 +35,11 @@ impl Lanes {
         let mut tasks: BTreeSet<(u64, String)> = plan
             .tasks
             .iter()
-            .map(|t| task_key(&format!("task-{}", t.n)))
+            .map(|t| task_key(&task_label(t.n)))
             .collect();
         let mut ids = BTreeMap::new();
         for e in entries {
-            if let Some(w) = e
-                .host
-                .strip_prefix("worker-")
-                .and_then(|n| n.parse::<u32>().ok())
-            {
+            if let Some(w) = worker_number(&e.host) {
                 workers.insert(w);
             }
             if let Some(t) = &e.task {
@@ -50,10 +47,10 @@ impl Lanes {
             }
             match &e.event {
                 Event::SubmitSent { n, task_id } => {
-                    ids.insert(task_id.clone(), format!("task-{n}"));
+                    ids.insert(task_id.clone(), task_label(*n));
                 }
                 Event::RemoteCreated { n, remote_id, .. } => {
-                    ids.insert(remote_id.clone(), format!("task-{n}"));
+                    ids.insert(remote_id.clone(), task_label(*n));
                 }
                 Event::StoreInsert { task_id, .. } => {
                     if let Some(t) = &e.task {
@@ -64,7 +61,7 @@ impl Lanes {
             }
         }
         let mut names: Vec<String> = vec!["db".into(), "mcp".into(), "gateway".into()];
-        names.extend(workers.iter().map(|w| format!("worker-{w}")));
+        names.extend(workers.iter().map(|w| worker_host(*w)));
         names.push("user".into());
         let hosts = names.len();
 
@@ -149,10 +146,7 @@ impl Lanes {
 
 /// Sort key of a task label: its number first (so `task-10` follows `task-9`), then its text.
 fn task_key(label: &str) -> (u64, String) {
-    let n = label
-        .strip_prefix("task-")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(u64::MAX);
+    let n = task_number(label).unwrap_or(u64::MAX);
     (n, label.to_owned())
 }
 

@@ -16,12 +16,21 @@
 //!   that happened (status changes, version moves, leases), not with raw entry counts.
 //! - Deterministic: the same inputs give the same bytes.
 
+mod activity;
+mod bands;
 mod describe;
 mod escape;
+mod geometry;
+mod labels;
 mod lanes;
+mod leases;
+mod legend;
+mod marks;
+mod status;
 mod story;
 mod timeline;
 mod verdict;
+mod walk;
 
 use crate::checker::Verdict;
 use crate::history::Entry;
@@ -57,7 +66,7 @@ pub fn render(plan: &Plan, entries: &[Entry], verdict: &Verdict, hash: &str) -> 
             lanes::MAX_TASK_LANES
         );
     }
-    timeline::legend(&mut out);
+    legend::render(&mut out);
     timeline::render(&mut out, plan, entries, verdict, &lanes);
     out.push_str("</section>");
 

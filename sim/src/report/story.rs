@@ -63,25 +63,8 @@ pub fn render(out: &mut String, plan: &Plan, entries: &[Entry], verdict: &Verdic
             "<p class=\"note\">{from} earlier entries not shown.</p>"
         );
     }
-    out.push_str("<table class=\"story\"><thead><tr><th>#</th><th>time (s)</th><th>host</th><th>kind</th><th>payload</th></tr></thead><tbody>");
     let keep = |id: &str| lanes.id_is(id, label);
-    for &i in &about[from..to] {
-        let Some(e) = entries.get(i) else { continue };
-        let attrs = if Some(i) == hit {
-            " id=\"story-violation\" class=\"hit\""
-        } else {
-            ""
-        };
-        let _ = write!(
-            out,
-            "<tr{attrs}><td>{i}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            secs(e.at_us),
-            text(&e.host),
-            text(&kind(&e.event)),
-            text(&summary(plan, &e.event, &keep))
-        );
-    }
-    out.push_str("</tbody></table>");
+    table(out, plan, entries, &about[from..to], hit, &keep);
     if to < about.len() {
         let _ = write!(
             out,
@@ -101,6 +84,36 @@ pub fn render(out: &mut String, plan: &Plan, entries: &[Entry], verdict: &Verdic
         }
     }
     out.push_str("</section>");
+}
+
+/// The story table: one row per entry of `rows`, the violating entry `hit` highlighted;
+/// batched store calls list only the rows `keep` accepts.
+fn table(
+    out: &mut String,
+    plan: &Plan,
+    entries: &[Entry],
+    rows: &[usize],
+    hit: Option<usize>,
+    keep: &dyn Fn(&str) -> bool,
+) {
+    out.push_str("<table class=\"story\"><thead><tr><th>#</th><th>time (s)</th><th>host</th><th>kind</th><th>payload</th></tr></thead><tbody>");
+    for &i in rows {
+        let Some(e) = entries.get(i) else { continue };
+        let attrs = if Some(i) == hit {
+            " id=\"story-violation\" class=\"hit\""
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<tr{attrs}><td>{i}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            secs(e.at_us),
+            text(&e.host),
+            text(&kind(&e.event)),
+            text(&summary(plan, &e.event, keep))
+        );
+    }
+    out.push_str("</tbody></table>");
 }
 
 /// The slice `[from, to)` of `about` to list: all of it when short enough, else

@@ -5,10 +5,9 @@
 //! `FAILED`; each violation row carries `id="violation-row-{k}"`; the hash carries
 //! `id="history-hash"`. All text is escaped.
 
-use super::describe::{fault_target, secs};
+use super::describe::secs;
 use super::escape::text;
 use crate::checker::Verdict;
-use crate::coverage::fault_name;
 use crate::history::Entry;
 use crate::plan::Plan;
 use std::fmt::Write;
@@ -134,8 +133,8 @@ fn faults(out: &mut String, plan: &Plan) {
         let _ = write!(
             out,
             "<tr><td>{i}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            fault_name(f),
-            text(&fault_target(f)),
+            f.name(),
+            text(&f.kind.detail()),
             secs(f.at_ms.saturating_mul(1_000)),
             secs(f.at_ms.saturating_add(f.for_ms).saturating_mul(1_000))
         );

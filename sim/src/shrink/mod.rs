@@ -10,10 +10,16 @@
 //! batches, and the first failing candidate of a batch (by position) wins; the budget counts
 //! runs, not seconds. The same seed always shrinks to the same plan.
 
+mod edits;
+mod outcome;
+
 use crate::campaign::{run_plan, BackendFactory};
 use crate::checker::{Invariant, Violation};
-use crate::plan::{FaultKind, Plan, UserAction};
+use crate::plan::Plan;
 use crate::world::RunOptions;
+use edits::{
+    fewer_workers, step_count, weaker, without_faults, without_steps, without_tasks, without_user,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use tasklatch_core::mutation::Mutant;
@@ -76,6 +82,8 @@ pub struct ShrinkProgress {
 
 /// A finished shrink.
 pub struct ShrinkResult {
+    /// The plan shrinking started from.
+    pub original: Plan,
     /// The smallest failing plan found.
     pub plan: Plan,
     /// What it fails with.
@@ -196,109 +204,6 @@ impl Shrinker<'_> {
     }
 }
 
-fn without_faults(p: &Plan, r: std::ops::Range<usize>) -> Plan {
-    let mut q = p.clone();
-    q.faults.drain(r);
-    q
-}
-
-fn without_user(p: &Plan, r: std::ops::Range<usize>) -> Plan {
-    let mut q = p.clone();
-    q.user.drain(r);
-    q
-}
-
-fn without_tasks(p: &Plan, r: std::ops::Range<usize>) -> Plan {
-    let mut q = p.clone();
-    let gone: Vec<u32> = q.tasks.drain(r).map(|t| t.n).collect();
-    q.user.retain(|a| match a {
-        UserAction::Cancel { task, .. } | UserAction::ForeignCancel { task, .. } => {
-            !gone.contains(task)
-        }
-        _ => true,
-    });
-    q
-}
-
-fn without_steps(p: &Plan, r: std::ops::Range<usize>) -> Plan {
-    let mut q = p.clone();
-    let mut i = 0;
-    for t in &mut q.tasks {
-        let len = t.steps.len();
-        let (lo, hi) = (
-            r.start.saturating_sub(i).min(len),
-            r.end.saturating_sub(i).min(len),
-        );
-        t.steps.drain(lo..hi);
-        i += len;
-    }
-    q
-}
-
-fn step_count(p: &Plan) -> usize {
-    p.tasks.iter().map(|t| t.steps.len()).sum()
-}
-
-fn fewer_workers(p: &Plan) -> Option<Plan> {
-    if p.workers <= 1 {
-        return None;
-    }
-    let mut q = p.clone();
-    q.workers -= 1;
-    q.faults.retain(|f| match f.kind {
-        FaultKind::Crash { worker }
-        | FaultKind::Pause { worker, .. }
-        | FaultKind::Partition { worker, .. }
-        | FaultKind::Hold { worker, .. }
-        | FaultKind::Skew { worker, .. } => worker < q.workers,
-        _ => true,
-    });
-    Some(q)
-}
-
-/// Milder versions of fault `i`: shorter, then rarer or gentler.
-fn weaker(p: &Plan, i: usize) -> Vec<Plan> {
-    let f = &p.faults[i];
-    let mut out = Vec::new();
-    let mut with = |fault: crate::plan::Fault| {
-        let mut q = p.clone();
-        q.faults[i] = fault;
-        out.push(q);
-    };
-    if f.for_ms >= 2_000 {
-        with(crate::plan::Fault {
-            for_ms: f.for_ms / 2,
-            ..f.clone()
-        });
-    }
-    let milder = match &f.kind {
-        FaultKind::LoseReplies { service, one_in } if *one_in < 64 => {
-            Some(FaultKind::LoseReplies {
-                service: *service,
-                one_in: one_in * 2,
-            })
-        }
-        FaultKind::Latency { max_ms } if *max_ms >= 100 => {
-            Some(FaultKind::Latency { max_ms: max_ms / 2 })
-        }
-        FaultKind::Skew { worker, skew_ms } if skew_ms.abs() >= 200 => Some(FaultKind::Skew {
-            worker: *worker,
-            skew_ms: skew_ms / 2,
-        }),
-        FaultKind::SlowRuns { run_ms } if *run_ms >= 2_000 => {
-            Some(FaultKind::SlowRuns { run_ms: run_ms / 2 })
-        }
-        FaultKind::SlowRemote { delay_ms } if *delay_ms >= 400 => Some(FaultKind::SlowRemote {
-            delay_ms: delay_ms / 2,
-        }),
-        _ => None,
-    };
-    if let Some(kind) = milder {
-        with(crate::plan::Fault { kind, ..f.clone() });
-    }
-    out
-}
-
 /// Shrinks a failing plan. Errors if the plan does not fail to begin with.
 pub fn shrink(
     plan: Plan,
@@ -319,6 +224,7 @@ pub fn shrink(
         progress,
     };
     s.report(&plan);
+    let original = plan.clone();
     let mut current = plan;
     loop {
         let before = current.clone();
@@ -338,6 +244,7 @@ pub fn shrink(
         }
     }
     Ok(ShrinkResult {
+        original,
         plan: current,
         fingerprint: s.target,
         runs: s.runs.load(Ordering::SeqCst),

@@ -1,0 +1,489 @@
+//! Timed faults: what each kind is, which hosts it hits, what it is called, how it weakens and
+//! how the timeline draws it.
+//!
+//! Every question about a fault kind is answered here by an exhaustive match (no catch-all
+//! arm), so the compiler lists every place a new kind must be described. Adding a kind touches
+//! this file, `generate.rs` (drawing it from a seed) and the one host or world module that
+//! makes it happen (see the README, "Adding a fault kind").
+
+use crate::naming::worker_host;
+use crate::timing::LEASE_MS;
+use serde::{Deserialize, Serialize};
+
+/// A service a worker talks to.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Service {
+    /// The store host.
+    Db,
+    /// The remote task server.
+    Mcp,
+    /// The run launcher.
+    Gateway,
+}
+
+impl Service {
+    /// Every service.
+    pub const ALL: [Service; 3] = [Service::Db, Service::Mcp, Service::Gateway];
+
+    /// The turmoil host name.
+    pub fn host(self) -> &'static str {
+        match self {
+            Service::Db => "db",
+            Service::Mcp => "mcp",
+            Service::Gateway => "gateway",
+        }
+    }
+}
+
+/// How a bad run ends.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BadEnd {
+    /// The run errors.
+    Error,
+    /// The run times out.
+    Timeout,
+    /// The run is interrupted.
+    Interrupted,
+}
+
+/// A timed fault: active from `at_ms` for `for_ms`.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// Start.
+    pub at_ms: u64,
+    /// Duration.
+    pub for_ms: u64,
+    /// What goes wrong.
+    pub kind: FaultKind,
+}
+
+/// What a timed fault does.
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// The worker crashes and restarts when the fault ends.
+    Crash {
+        /// Worker number.
+        worker: u32,
+    },
+    /// One lane of a worker stalls (a long pause) at its next call return.
+    Pause {
+        /// Worker number.
+        worker: u32,
+        /// Lane number.
+        lane: u32,
+    },
+    /// Messages between the worker and the service are dropped.
+    Partition {
+        /// Worker number.
+        worker: u32,
+        /// The other side.
+        service: Service,
+    },
+    /// Messages between the worker and the service are held back until the fault ends.
+    Hold {
+        /// Worker number.
+        worker: u32,
+        /// The other side.
+        service: Service,
+    },
+    /// The service does the work, then drops every `one_in`-th reply.
+    LoseReplies {
+        /// The service.
+        service: Service,
+        /// Period of dropped replies.
+        one_in: u32,
+    },
+    /// Message latency may reach `max_ms`.
+    Latency {
+        /// Upper bound.
+        max_ms: u64,
+    },
+    /// The worker's clock is off by `skew_ms`.
+    Skew {
+        /// Worker number.
+        worker: u32,
+        /// Offset (may be negative).
+        skew_ms: i64,
+    },
+    /// Every launch answers 409.
+    GatewayBusy,
+    /// Launches fail with a server error; after the run was created if `after_commit`.
+    GatewayErrors {
+        /// Create the run, then fail.
+        after_commit: bool,
+    },
+    /// Run lookups fail.
+    LookupErrors,
+    /// Runs started now are lost by the gateway: they never deliver; lookups answer "missing".
+    LostRuns,
+    /// Runs started now take `run_ms`.
+    SlowRuns {
+        /// Run length.
+        run_ms: u64,
+    },
+    /// Runs started now end badly.
+    BadRuns {
+        /// How.
+        end: BadEnd,
+    },
+    /// The remote server answers polls and cancels with transient errors.
+    RemoteErrors,
+    /// The remote server answers after `delay_ms`.
+    SlowRemote {
+        /// Delay.
+        delay_ms: u64,
+    },
+}
+
+/// Which hosts a fault hits.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Target {
+    /// One worker host.
+    Worker(u32),
+    /// The link between a worker and a service (both ends).
+    Link {
+        /// The worker end.
+        worker: u32,
+        /// The service end.
+        service: Service,
+    },
+    /// One service host.
+    Service(Service),
+    /// The whole network: every host.
+    Network,
+}
+
+impl Target {
+    /// The worker the fault is bound to, if any (a plan with fewer workers cannot hold it).
+    pub fn worker(self) -> Option<u32> {
+        match self {
+            Target::Worker(worker) | Target::Link { worker, .. } => Some(worker),
+            Target::Service(_) | Target::Network => None,
+        }
+    }
+
+    /// The hosts hit, worker first; `None` for the whole network.
+    pub fn hosts(self) -> Option<Vec<String>> {
+        match self {
+            Target::Worker(w) => Some(vec![worker_host(w)]),
+            Target::Link { worker, service } => {
+                Some(vec![worker_host(worker), service.host().to_owned()])
+            }
+            Target::Service(s) => Some(vec![s.host().to_owned()]),
+            Target::Network => None,
+        }
+    }
+}
+
+/// How the timeline report draws a fault.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Look {
+    /// CSS class of the fault's band.
+    pub band: &'static str,
+    /// Its window's start and end are marked on the worker lane (a crash and a restart).
+    pub window_marks: bool,
+    /// When it takes effect the lane stalls for the fault's duration (a pause).
+    pub stall: bool,
+}
+
+impl Look {
+    const fn band(band: &'static str) -> Look {
+        Look {
+            band,
+            window_marks: false,
+            stall: false,
+        }
+    }
+}
+
+impl Fault {
+    /// Whether the fault is active at `t_ms`.
+    pub fn active(&self, t_ms: u64) -> bool {
+        self.at_ms <= t_ms && t_ms < self.at_ms + self.for_ms
+    }
+
+    /// The fault's coverage name (`worker_crash_restart`, `partition_worker_db`, …).
+    pub fn name(&self) -> String {
+        let svc = |s: &Service| s.host();
+        match &self.kind {
+            FaultKind::Crash { .. } => "worker_crash_restart".into(),
+            FaultKind::Pause { .. } if self.for_ms > LEASE_MS => "worker_pause_past_lease".into(),
+            FaultKind::Pause { .. } => "worker_stall_within_lease".into(),
+            FaultKind::Partition { service, .. } => format!("partition_worker_{}", svc(service)),
+            FaultKind::Hold { service, .. } => format!("hold_worker_{}", svc(service)),
+            FaultKind::LoseReplies { service, .. } => {
+                format!("reply_lost_after_commit_{}", svc(service))
+            }
+            FaultKind::Latency { .. } => "latency_spike".into(),
+            FaultKind::Skew { .. } => "clock_skew".into(),
+            FaultKind::GatewayBusy => "launcher_409_window".into(),
+            FaultKind::GatewayErrors {
+                after_commit: false,
+            } => "launcher_transient_error".into(),
+            FaultKind::GatewayErrors { after_commit: true } => "launcher_error_after_commit".into(),
+            FaultKind::LookupErrors => "launcher_lookup_error".into(),
+            FaultKind::LostRuns => "run_missing".into(),
+            FaultKind::SlowRuns { .. } => "run_slow".into(),
+            FaultKind::BadRuns { end } => match end {
+                BadEnd::Error => "run_failed".into(),
+                BadEnd::Timeout => "run_timed_out".into(),
+                BadEnd::Interrupted => "run_interrupted".into(),
+            },
+            FaultKind::RemoteErrors => "remote_transient_error".into(),
+            FaultKind::SlowRemote { .. } => "remote_slow".into(),
+        }
+    }
+}
+
+impl FaultKind {
+    /// Which hosts the fault hits.
+    pub fn target(&self) -> Target {
+        match *self {
+            FaultKind::Crash { worker }
+            | FaultKind::Pause { worker, .. }
+            | FaultKind::Skew { worker, .. } => Target::Worker(worker),
+            FaultKind::Partition { worker, service } | FaultKind::Hold { worker, service } => {
+                Target::Link { worker, service }
+            }
+            FaultKind::LoseReplies { service, .. } => Target::Service(service),
+            FaultKind::Latency { .. } => Target::Network,
+            FaultKind::GatewayBusy
+            | FaultKind::GatewayErrors { .. }
+            | FaultKind::LookupErrors
+            | FaultKind::LostRuns
+            | FaultKind::SlowRuns { .. }
+            | FaultKind::BadRuns { .. } => Target::Service(Service::Gateway),
+            FaultKind::RemoteErrors | FaultKind::SlowRemote { .. } => Target::Service(Service::Mcp),
+        }
+    }
+
+    /// What the fault hits and how hard, in words (`worker-0 ↔ db`, `network: up to 635 ms`, …).
+    pub fn detail(&self) -> String {
+        match self {
+            FaultKind::Crash { worker } => worker_host(*worker),
+            FaultKind::Pause { worker, lane } => format!("{} lane {lane}", worker_host(*worker)),
+            FaultKind::Partition { worker, service } | FaultKind::Hold { worker, service } => {
+                format!("{} ↔ {}", worker_host(*worker), service.host())
+            }
+            FaultKind::LoseReplies { service, one_in } => {
+                format!("{}: 1 reply in {one_in}", service.host())
+            }
+            FaultKind::Latency { max_ms } => format!("network: up to {max_ms} ms"),
+            FaultKind::Skew { worker, skew_ms } => {
+                format!("{}: {skew_ms:+} ms", worker_host(*worker))
+            }
+            FaultKind::SlowRuns { run_ms } => format!("gateway: runs take {run_ms} ms"),
+            FaultKind::SlowRemote { delay_ms } => format!("mcp: {delay_ms} ms delay"),
+            FaultKind::GatewayBusy
+            | FaultKind::GatewayErrors { .. }
+            | FaultKind::LookupErrors
+            | FaultKind::LostRuns
+            | FaultKind::BadRuns { .. } => "gateway".to_owned(),
+            FaultKind::RemoteErrors => "mcp".to_owned(),
+        }
+    }
+
+    /// How the timeline draws the fault.
+    pub fn look(&self) -> Look {
+        match self {
+            FaultKind::Crash { .. } => Look {
+                window_marks: true,
+                ..Look::band("fc")
+            },
+            FaultKind::Pause { .. } => Look {
+                stall: true,
+                ..Look::band("fp")
+            },
+            FaultKind::Partition { .. }
+            | FaultKind::Hold { .. }
+            | FaultKind::LoseReplies { .. } => Look::band("fn"),
+            FaultKind::Latency { .. } => Look::band("fl"),
+            FaultKind::Skew { .. } => Look::band("fk"),
+            FaultKind::RemoteErrors | FaultKind::SlowRemote { .. } => Look::band("fr"),
+            FaultKind::GatewayBusy
+            | FaultKind::GatewayErrors { .. }
+            | FaultKind::LookupErrors
+            | FaultKind::LostRuns
+            | FaultKind::SlowRuns { .. }
+            | FaultKind::BadRuns { .. } => Look::band("fg"),
+        }
+    }
+
+    /// A gentler version of the fault (rarer, smaller, shorter), for shrinking; `None` when
+    /// it has no strength to lower or is already mild.
+    pub fn milder(&self) -> Option<FaultKind> {
+        match *self {
+            FaultKind::LoseReplies { service, one_in } if one_in < 64 => {
+                Some(FaultKind::LoseReplies {
+                    service,
+                    one_in: one_in * 2,
+                })
+            }
+            FaultKind::Latency { max_ms } if max_ms >= 100 => {
+                Some(FaultKind::Latency { max_ms: max_ms / 2 })
+            }
+            FaultKind::Skew { worker, skew_ms } if skew_ms.abs() >= 200 => Some(FaultKind::Skew {
+                worker,
+                skew_ms: skew_ms / 2,
+            }),
+            FaultKind::SlowRuns { run_ms } if run_ms >= 2_000 => {
+                Some(FaultKind::SlowRuns { run_ms: run_ms / 2 })
+            }
+            FaultKind::SlowRemote { delay_ms } if delay_ms >= 400 => Some(FaultKind::SlowRemote {
+                delay_ms: delay_ms / 2,
+            }),
+            FaultKind::LoseReplies { .. }
+            | FaultKind::Latency { .. }
+            | FaultKind::Skew { .. }
+            | FaultKind::SlowRuns { .. }
+            | FaultKind::SlowRemote { .. }
+            | FaultKind::Crash { .. }
+            | FaultKind::Pause { .. }
+            | FaultKind::Partition { .. }
+            | FaultKind::Hold { .. }
+            | FaultKind::GatewayBusy
+            | FaultKind::GatewayErrors { .. }
+            | FaultKind::LookupErrors
+            | FaultKind::LostRuns
+            | FaultKind::BadRuns { .. }
+            | FaultKind::RemoteErrors => None,
+        }
+    }
+
+    /// Checks the fault's parameters against a plan of `workers` workers with `lanes` lanes
+    /// each; an error names the field (below `kind`) and the problem.
+    pub fn check(&self, workers: u32, lanes: u32) -> Result<(), (&'static str, &'static str)> {
+        if self.target().worker().is_some_and(|w| w >= workers) {
+            return Err(("worker", "no such worker"));
+        }
+        match *self {
+            FaultKind::Pause { lane, .. } if lane >= lanes => Err(("lane", "no such lane")),
+            FaultKind::LoseReplies { one_in: 0, .. } => Err(("one_in", "must be at least 1")),
+            FaultKind::Pause { .. }
+            | FaultKind::LoseReplies { .. }
+            | FaultKind::Crash { .. }
+            | FaultKind::Partition { .. }
+            | FaultKind::Hold { .. }
+            | FaultKind::Latency { .. }
+            | FaultKind::Skew { .. }
+            | FaultKind::GatewayBusy
+            | FaultKind::GatewayErrors { .. }
+            | FaultKind::LookupErrors
+            | FaultKind::LostRuns
+            | FaultKind::SlowRuns { .. }
+            | FaultKind::BadRuns { .. }
+            | FaultKind::RemoteErrors
+            | FaultKind::SlowRemote { .. } => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One fault of every kind.
+    fn every_kind() -> Vec<FaultKind> {
+        vec![
+            FaultKind::Crash { worker: 1 },
+            FaultKind::Pause { worker: 1, lane: 0 },
+            FaultKind::Partition {
+                worker: 1,
+                service: Service::Db,
+            },
+            FaultKind::Hold {
+                worker: 1,
+                service: Service::Mcp,
+            },
+            FaultKind::LoseReplies {
+                service: Service::Gateway,
+                one_in: 3,
+            },
+            FaultKind::Latency { max_ms: 500 },
+            FaultKind::Skew {
+                worker: 1,
+                skew_ms: -800,
+            },
+            FaultKind::GatewayBusy,
+            FaultKind::GatewayErrors { after_commit: true },
+            FaultKind::LookupErrors,
+            FaultKind::LostRuns,
+            FaultKind::SlowRuns { run_ms: 9_000 },
+            FaultKind::BadRuns {
+                end: BadEnd::Timeout,
+            },
+            FaultKind::RemoteErrors,
+            FaultKind::SlowRemote { delay_ms: 2_000 },
+        ]
+    }
+
+    #[test]
+    fn every_kind_names_its_hosts_and_its_worker_comes_first() {
+        for kind in every_kind() {
+            let target = kind.target();
+            match (target.hosts(), target.worker()) {
+                (None, worker) => {
+                    assert_eq!(target, Target::Network, "{kind:?}");
+                    assert_eq!(worker, None);
+                }
+                (Some(hosts), Some(w)) => assert_eq!(hosts[0], worker_host(w), "{kind:?}"),
+                (Some(hosts), None) => assert_eq!(hosts.len(), 1, "{kind:?}"),
+            }
+            assert!(kind.look().band.starts_with('f'), "{kind:?}");
+            assert!(!kind.detail().is_empty(), "{kind:?}");
+        }
+        let link = FaultKind::Hold {
+            worker: 2,
+            service: Service::Gateway,
+        };
+        assert_eq!(
+            link.target().hosts(),
+            Some(vec!["worker-2".to_owned(), "gateway".to_owned()])
+        );
+    }
+
+    #[test]
+    fn a_check_names_the_field_at_fault() {
+        assert_eq!(
+            FaultKind::Crash { worker: 2 }.check(2, 2),
+            Err(("worker", "no such worker"))
+        );
+        assert_eq!(
+            FaultKind::Pause { worker: 0, lane: 2 }.check(1, 2),
+            Err(("lane", "no such lane"))
+        );
+        let never = FaultKind::LoseReplies {
+            service: Service::Db,
+            one_in: 0,
+        };
+        assert_eq!(never.check(1, 1), Err(("one_in", "must be at least 1")));
+        for kind in every_kind() {
+            assert_eq!(kind.check(2, 1), Ok(()), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn milder_faults_are_gentler_and_bottom_out() {
+        let rare = FaultKind::LoseReplies {
+            service: Service::Db,
+            one_in: 64,
+        };
+        assert_eq!(rare.milder(), None);
+        let skew = FaultKind::Skew {
+            worker: 0,
+            skew_ms: -800,
+        };
+        assert_eq!(
+            skew.milder(),
+            Some(FaultKind::Skew {
+                worker: 0,
+                skew_ms: -400
+            })
+        );
+        assert_eq!(FaultKind::Crash { worker: 0 }.milder(), None);
+    }
+}

@@ -1,0 +1,34 @@
+//! The engine's clock: simulated time plus the worker's active skew.
+
+use crate::ctx::{timestamp, Ctx};
+use crate::fault::FaultKind;
+use crate::naming::worker_host;
+use std::sync::Arc;
+use tasklatch_core::ports::Clock;
+use tasklatch_core::time::Timestamp;
+
+/// A clock at simulated time plus the worker's active skew.
+pub struct SimClock {
+    /// The run's shared context.
+    pub ctx: Arc<Ctx>,
+    /// The worker whose skew applies.
+    pub worker: Option<u32>,
+}
+
+impl Clock for SimClock {
+    fn now(&self) -> Timestamp {
+        let elapsed = turmoil::sim_elapsed().unwrap_or_default();
+        let t = elapsed.as_millis() as u64;
+        let mut skew = 0;
+        if let Some(worker) = self.worker {
+            for (index, s) in self.ctx.active(t, |k| match k {
+                FaultKind::Skew { worker: w, skew_ms } if *w == worker => Some(*skew_ms),
+                _ => None,
+            }) {
+                self.ctx.fire(index, &worker_host(worker));
+                skew += s;
+            }
+        }
+        timestamp(elapsed, skew)
+    }
+}

@@ -1,0 +1,88 @@
+//! The engine's ports inside the simulation: the store, the remote server and the launcher
+//! reached over simulated TCP, and a clock that may be skewed.
+//!
+//! Each port records what the engine asked and got back (the Jepsen client view) and injects
+//! the plan's pauses: a paused lane stalls when a call returns, before the engine sees the
+//! answer — the moment a real process pause would hurt most.
+
+mod clock;
+mod driver;
+mod launcher;
+mod store;
+
+pub use clock::SimClock;
+pub use driver::RpcDriver;
+pub use launcher::RpcLauncher;
+pub use store::RpcStore;
+
+use crate::ctx::{now_ms, Ctx};
+use crate::fault::FaultKind;
+use std::sync::Arc;
+use std::time::Duration;
+use tasklatch_core::engine::Engine;
+use tasklatch_core::ids::WorkerId;
+
+/// An engine wired to the simulation's ports.
+pub type SimEngine = Engine<RpcStore, RpcDriver, RpcLauncher, SimClock>;
+
+/// An engine whose every port calls as `caller`, on a clock skewed as `worker`'s (unskewed
+/// for `None`), recording `owner` as its lease owner.
+pub fn engine(caller: Caller, worker: Option<u32>, owner: WorkerId) -> SimEngine {
+    let ctx = caller.ctx.clone();
+    Engine::new(
+        RpcStore {
+            caller: caller.clone(),
+        },
+        RpcDriver {
+            caller: caller.clone(),
+        },
+        RpcLauncher { caller },
+        SimClock {
+            ctx: ctx.clone(),
+            worker,
+        },
+        owner,
+        ctx.policy.clone(),
+    )
+}
+
+/// Who is calling: a worker lane or the user host.
+#[derive(Clone)]
+pub struct Caller {
+    /// `worker-{w}/{lane}` or `user`.
+    pub name: String,
+    /// The run's shared context.
+    pub ctx: Arc<Ctx>,
+    /// Worker and lane, for worker callers.
+    pub lane: Option<(u32, u32)>,
+}
+
+impl Caller {
+    /// The host part of the caller's name.
+    pub fn host(&self) -> String {
+        self.name.split('/').next().unwrap_or(&self.name).to_owned()
+    }
+
+    /// Stalls the lane if a pause of the plan is due now (each pause happens once). Called when
+    /// a remote or launcher call returns — the lane then holds a lease, and a pause there is the
+    /// classic stale-writer hazard that fencing tokens must stop.
+    pub(super) async fn after_call(&self) {
+        let Some((worker, lane)) = self.lane else {
+            return;
+        };
+        let t = now_ms();
+        let due: Vec<(usize, u64)> = self
+            .ctx
+            .active(t, |k| match k {
+                FaultKind::Pause { worker: w, lane: l } if *w == worker && *l == lane => Some(()),
+                _ => None,
+            })
+            .map(|(i, ())| (i, self.ctx.faults()[i].for_ms))
+            .collect();
+        for (index, for_ms) in due {
+            if self.ctx.fire(index, &self.host()) {
+                tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            }
+        }
+    }
+}

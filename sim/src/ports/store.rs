@@ -1,0 +1,154 @@
+//! The store port: every [`Store`] call sent to the `db` host.
+
+use super::Caller;
+use crate::wire::db::{Envelope, StoreRequest, StoreResponse};
+use crate::wire::rpc::call;
+use tasklatch_core::ids::TaskId;
+use tasklatch_core::lease::LeaseKind;
+use tasklatch_core::store::*;
+use tasklatch_core::task::TaskRow;
+use tasklatch_core::time::Timestamp;
+
+/// The store, reached at the `db` host.
+pub struct RpcStore {
+    /// Who calls.
+    pub caller: Caller,
+}
+
+impl RpcStore {
+    async fn call(&self, body: StoreRequest) -> Result<StoreResponse, StoreError> {
+        let env = Envelope {
+            caller: self.caller.name.clone(),
+            body,
+        };
+        let answer = call::<_, StoreResponse>("db", &env, self.caller.ctx.timeouts.store).await;
+        answer.map_err(|e| StoreError::Unavailable(e.to_string()))
+    }
+}
+
+fn mismatch<T>() -> Result<T, StoreError> {
+    Err(StoreError::Unavailable(
+        "unexpected answer from the store".into(),
+    ))
+}
+
+impl Store for RpcStore {
+    async fn insert_task(&self, row: TaskRow) -> Result<(), StoreError> {
+        match self.call(StoreRequest::Insert(Box::new(row))).await? {
+            StoreResponse::Unit(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn claim(&self, kind: LeaseKind, req: ClaimRequest) -> Result<Vec<Claimed>, StoreError> {
+        match self.call(StoreRequest::Claim(kind, req)).await? {
+            StoreResponse::Claimed(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn apply_polls(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        match self.call(StoreRequest::ApplyPolls(writes, now)).await? {
+            StoreResponse::Outcomes(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn finish_notifications(
+        &self,
+        writes: Vec<NotifyWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        match self
+            .call(StoreRequest::FinishNotifications(writes, now))
+            .await?
+        {
+            StoreResponse::Outcomes(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn finish_cancels(
+        &self,
+        writes: Vec<CancelWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        match self.call(StoreRequest::FinishCancels(writes, now)).await? {
+            StoreResponse::Outcomes(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn release(
+        &self,
+        kind: LeaseKind,
+        releases: Vec<Release>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        match self
+            .call(StoreRequest::Release(kind, releases, now))
+            .await?
+        {
+            StoreResponse::Outcomes(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn request_cancel(
+        &self,
+        scope: &Scope,
+        target: &CancelTarget,
+        now: Timestamp,
+    ) -> Result<CancelOutcome, StoreError> {
+        match self
+            .call(StoreRequest::RequestCancel(
+                scope.clone(),
+                target.clone(),
+                now,
+            ))
+            .await?
+        {
+            StoreResponse::Cancel(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {
+        match self.call(StoreRequest::List(scope.clone())).await? {
+            StoreResponse::Rows(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn get_task(&self, scope: &Scope, id: &TaskId) -> Result<Option<TaskRow>, StoreError> {
+        match self
+            .call(StoreRequest::Get(scope.clone(), id.clone()))
+            .await?
+        {
+            StoreResponse::Row(r) => r.map(|row| row.map(|b| *b)),
+            _ => mismatch(),
+        }
+    }
+
+    async fn admin_rows(
+        &self,
+        after: Option<TaskId>,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        match self.call(StoreRequest::AdminRows(after, limit)).await? {
+            StoreResponse::Rows(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn overview(&self) -> Result<Overview, StoreError> {
+        match self.call(StoreRequest::Overview).await? {
+            StoreResponse::Overview(r) => r,
+            _ => mismatch(),
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The timings of the simulated engines and clients: leases, cadences and call deadlines,
+//! short so a few minutes of simulated time see many leases expire.
+
+use std::time::Duration;
+use tasklatch_core::policy::Policy;
+
+/// Call deadlines of the simulated clients.
+#[derive(Clone, Debug)]
+pub struct Timeouts {
+    /// Store calls.
+    pub store: Duration,
+    /// Remote server calls.
+    pub remote: Duration,
+    /// Launcher calls.
+    pub launcher: Duration,
+}
+
+/// How long a lease of the simulated engines lasts (poll, notify and cancel alike).
+pub const LEASE_MS: u64 = 15_000;
+
+/// How often a worker lane runs a pass of its loops.
+pub const PASS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The timings the simulated engines run with: short, so a few minutes of simulated time see
+/// many leases expire. `min_lease_left` exceeds the longest call deadline plus the largest
+/// clock skew a plan may hold, so no external call outlives its lease.
+pub fn sim_policy() -> Policy {
+    Policy {
+        poll_interval: Duration::from_secs(5),
+        max_poll_backoff: Duration::from_secs(40),
+        poll_lease: Duration::from_millis(LEASE_MS),
+        notify_lease: Duration::from_millis(LEASE_MS),
+        cancel_lease: Duration::from_millis(LEASE_MS),
+        run_check_interval: Duration::from_secs(2),
+        retry_base: Duration::from_secs(2),
+        max_retry_backoff: Duration::from_secs(20),
+        release_backoff: Duration::from_secs(2),
+        min_lease_left: Duration::from_secs(9),
+        batch_size: 16,
+    }
+}
+
+/// The call deadlines matching [`sim_policy`].
+pub fn sim_timeouts() -> Timeouts {
+    Timeouts {
+        store: Duration::from_secs(3),
+        remote: Duration::from_secs(5),
+        launcher: Duration::from_secs(3),
+    }
+}
