@@ -14,8 +14,8 @@
 //! `TASKLATCH_PG_FORCE_LOCAL_CLUSTER=1` skips steps 1 and 2 (used by a test that proves step 3
 //! works on this machine).
 
-use crate::migrate;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use crate::{connect, migrate};
+use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -70,8 +70,9 @@ static SERVER: OnceCell<Result<Server, String>> = OnceCell::const_new();
 static CLUSTER: OnceLock<LocalCluster> = OnceLock::new();
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A random 64-bit value from the standard library's per-process hash keys and the time.
-pub(crate) fn random_u64() -> u64 {
+/// A random 64-bit value from the standard library's per-process hash keys and the time (for
+/// unique names, not for anything that must be unpredictable).
+pub fn random_u64() -> u64 {
     let mut h = RandomState::new().build_hasher();
     h.write_u128(
         std::time::SystemTime::now()
@@ -152,26 +153,6 @@ pub fn with_database(url: &str, db: &str) -> String {
     };
     let authority = before_query.split('/').next().unwrap_or(before_query);
     format!("{scheme}{authority}/{db}{query}")
-}
-
-/// A pool on `url` with at most `max` connections.
-pub async fn connect(url: &str, max: u32) -> Result<PgPool, sqlx::Error> {
-    connect_named(url, max, "tasklatch").await
-}
-
-/// A pool on `url` with at most `max` connections, whose backends show `application_name`
-/// (so a test can find — and kill — them in `pg_stat_activity`).
-pub async fn connect_named(
-    url: &str,
-    max: u32,
-    application_name: &str,
-) -> Result<PgPool, sqlx::Error> {
-    let opts = PgConnectOptions::from_str(url)?.application_name(application_name);
-    PgPoolOptions::new()
-        .max_connections(max)
-        .acquire_timeout(Duration::from_secs(30))
-        .connect_with(opts)
-        .await
 }
 
 async fn admin(url: &str) -> Result<PgConnection, HarnessError> {

@@ -14,7 +14,8 @@ use support::t;
 use tasklatch_core::ids::RunId;
 use tasklatch_core::ledger::{LedgerError, MemLedger, RunLedger};
 use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
-use tasklatch_pg::harness::{connect_named, TestDb};
+use tasklatch_pg::connect_named;
+use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::{Coalescing, PgLedger};
 
 fn run_req(key: &str, owner: &str, thread: &str) -> RunRequest {

@@ -19,10 +19,8 @@
 //! database, read-only ones (run lookups, empty claims) included.
 
 use crate::bulk::{insert_rows, Mix};
-use crate::harness::{self, connect_named, HarnessError, Server, ServerSource, TestDb};
 use crate::stress::clock::ScaledClock;
 use crate::stress::launcher::{AgentRuntime, RuntimeFaults};
-use crate::{claim_candidate_queries, Coalescing, PgLedger, PgStore};
 use sqlx::{Connection, PgConnection, PgPool};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -40,6 +38,9 @@ use tasklatch_core::store::{ClaimRequest, NotifyWrite, PollWrite, Release, Store
 use tasklatch_core::time::Timestamp;
 use tasklatch_core::transitions::outbox::NotifyAction;
 use tasklatch_core::transitions::poll;
+use tasklatch_pg::connect_named;
+use tasklatch_pg::harness::{self, HarnessError, Server, ServerSource, TestDb};
+use tasklatch_pg::{claim_candidate_queries, Coalescing, PgLedger, PgStore};
 
 /// What to measure.
 #[derive(Clone, Debug)]

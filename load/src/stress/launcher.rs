@@ -8,7 +8,6 @@
 //! per thread), 404s from threads deleted while the test runs.
 
 use super::clock::ScaledClock;
-use crate::PgLedger;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
@@ -19,6 +18,7 @@ use tasklatch_core::ids::{RunId, ThreadId};
 use tasklatch_core::ledger::LedgerLauncher;
 use tasklatch_core::ports::{Clock, LaunchOutcome, Launcher, RunRequest, RunStatus};
 use tasklatch_core::time::Timestamp;
+use tasklatch_pg::PgLedger;
 
 /// How often each launcher fault strikes.
 #[derive(Clone, Copy, Debug)]

@@ -20,8 +20,6 @@ pub mod clock;
 pub mod driver;
 pub mod launcher;
 
-use crate::harness::{connect_named, random_u64, TestDb};
-use crate::{migrate, Coalescing, PgLedger, PgStore};
 use check::{SubmittedTask, Verdict};
 use clock::ScaledClock;
 use driver::{DriverDouble, RemoteKey};
@@ -42,6 +40,9 @@ use tasklatch_core::policy::Policy;
 use tasklatch_core::ports::Clock;
 use tasklatch_core::store::{CancelTarget, Scope};
 use tasklatch_core::time::Timestamp;
+use tasklatch_pg::connect_named;
+use tasklatch_pg::harness::{random_u64, TestDb};
+use tasklatch_pg::{migrate, Coalescing, PgLedger, PgStore};
 use tokio::task::JoinHandle;
 
 /// What to run.

@@ -7,7 +7,7 @@ use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::policy::Policy;
 use tasklatch_core::store::{ClaimRequest, Store};
 use tasklatch_core::time::Timestamp;
-use tasklatch_pg::bulk::{insert_rows, Mix};
+use tasklatch_load::bulk::{insert_rows, Mix};
 use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::{claim_candidate_queries, PgStore};
 
