@@ -72,7 +72,7 @@ async fn every_claim_uses_its_index_at_one_million_rows() {
     }
     drop(conn);
     // The whole claim statements, executed: each returns its batch, fast.
-    let store = PgStore::new(db.pool().clone(), Policy::default(), None);
+    let store = PgStore::new(db.pool().clone(), Policy::default());
     for kind in LeaseKind::ALL {
         let t0 = Instant::now();
         let claimed = store

@@ -31,6 +31,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tasklatch_core::ids::{OwnerId, RunId, ThreadId};
 use tasklatch_core::ledger::{LedgerError, RunLedger, RunRecord};
+#[cfg(feature = "mutations")]
 use tasklatch_core::mutation::Mutant;
 use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
 use tasklatch_core::time::Timestamp;
@@ -40,8 +41,10 @@ use tasklatch_core::time::Timestamp;
 #[derive(Clone)]
 pub struct PgLedger {
     pool: PgPool,
-    uniqueness_dropped: bool,
     batches: Option<Arc<Batches>>,
+    /// The planted bug `LedgerUniquenessDropped` is on (see [`PgLedger::with_mutant`]).
+    #[cfg(feature = "mutations")]
+    uniqueness_dropped: bool,
 }
 
 /// How [`PgLedger::coalescing`] gathers calls.
@@ -191,25 +194,31 @@ fn status_of(s: &str) -> Result<RunStatus, LedgerError> {
 }
 
 impl PgLedger {
-    /// A ledger over `pool` (already migrated, see [`crate::migrate`]).
-    ///
-    /// With the `mutations` feature and `mutant == Some(LedgerUniquenessDropped)`, the planted
-    /// bug is switched on: the key's unique index is dropped (in this database: use a throwaway
-    /// one) and runs are inserted blindly, without looking the key up. Otherwise `mutant` is
-    /// ignored.
-    pub async fn new(pool: PgPool, mutant: Option<Mutant>) -> Result<Self, LedgerError> {
-        let uniqueness_dropped =
-            cfg!(feature = "mutations") && mutant == Some(Mutant::LedgerUniquenessDropped);
+    /// A ledger over `pool` (already migrated, see [`crate::migrate`]): every call is its own
+    /// round trip and transaction.
+    pub fn new(pool: PgPool) -> Self {
+        PgLedger {
+            pool,
+            batches: None,
+            #[cfg(feature = "mutations")]
+            uniqueness_dropped: false,
+        }
+    }
+
+    /// [`PgLedger::new`], with the planted bug switched on when `mutant` is
+    /// `LedgerUniquenessDropped`: the key's unique index is dropped (in this database: use a
+    /// throwaway one) and runs are inserted blindly, without looking the key up. Any other
+    /// mutant is ignored.
+    #[cfg(feature = "mutations")]
+    pub async fn with_mutant(pool: PgPool, mutant: Option<Mutant>) -> Result<Self, LedgerError> {
+        let uniqueness_dropped = mutant == Some(Mutant::LedgerUniquenessDropped);
         if uniqueness_dropped {
-            sqlx::query("DROP INDEX IF EXISTS runs_key_unique")
-                .execute(&pool)
-                .await
-                .map_err(ledger_error)?;
+            crate::planted::drop_key_uniqueness(&pool).await?;
         }
         Ok(PgLedger {
             pool,
-            uniqueness_dropped,
             batches: None,
+            uniqueness_dropped,
         })
     }
 
@@ -221,11 +230,12 @@ impl PgLedger {
     pub fn coalescing(pool: PgPool, config: Coalescing) -> Self {
         PgLedger {
             pool,
-            uniqueness_dropped: false,
             batches: Some(Arc::new(Batches {
                 starts: Coalescer::new(config.max_batch, config.leaders),
                 statuses: Coalescer::new(config.max_batch, config.leaders),
             })),
+            #[cfg(feature = "mutations")]
+            uniqueness_dropped: false,
         }
     }
 
@@ -372,76 +382,29 @@ impl RunLedger for PgLedger {
                 .call(request, |reqs| start_runs(pool.clone(), reqs))
                 .await;
         }
-        if !self.uniqueness_dropped {
-            // The hot path: one round trip (migrations/0003_start_run_function.sql).
-            let row = sqlx::query(
-                "SELECT outcome, started_run FROM tasklatch_start_run($1, $2, $3, $4, $5)",
+        #[cfg(feature = "mutations")]
+        if self.uniqueness_dropped {
+            let prompt = storable(&req.prompt);
+            return crate::planted::start_run_blindly(
+                &self.pool, &key, &owner, &thread, &prompt, now,
             )
-            .bind(&key)
-            .bind(&owner)
-            .bind(&thread)
-            .bind(storable(&req.prompt))
-            .bind(now.as_micros())
-            .fetch_one(&self.pool)
-            .await
-            .map_err(ledger_error)?;
-            return outcome_of(
-                &row.try_get::<String, _>("outcome").map_err(ledger_error)?,
-                row.try_get("started_run").map_err(ledger_error)?,
-            );
+            .await;
         }
-        // The planted bug (LedgerUniquenessDropped): the same thread checks, no key lookup, a
-        // blind insert (the unique index is gone).
-        let mut tx = self.pool.begin().await.map_err(ledger_error)?;
-        let thread_row =
-            sqlx::query("SELECT owner, deleted FROM threads WHERE thread = $1 FOR UPDATE")
+        // The hot path: one round trip (migrations/0003_start_run_function.sql).
+        let row =
+            sqlx::query("SELECT outcome, started_run FROM tasklatch_start_run($1, $2, $3, $4, $5)")
+                .bind(&key)
+                .bind(&owner)
                 .bind(&thread)
-                .fetch_optional(&mut *tx)
+                .bind(storable(&req.prompt))
+                .bind(now.as_micros())
+                .fetch_one(&self.pool)
                 .await
                 .map_err(ledger_error)?;
-        let usable = match &thread_row {
-            Some(r) => {
-                let t_owner: String = r.try_get("owner").map_err(ledger_error)?;
-                let deleted: bool = r.try_get("deleted").map_err(ledger_error)?;
-                !deleted && t_owner == owner
-            }
-            None => false,
-        };
-        if !usable {
-            tx.commit().await.map_err(ledger_error)?;
-            return Ok(LaunchOutcome::ThreadGone);
-        }
-        let busy = sqlx::query(
-            "SELECT 1 FROM runs WHERE thread = $1 AND status IN ('pending', 'running') LIMIT 1",
+        outcome_of(
+            &row.try_get::<String, _>("outcome").map_err(ledger_error)?,
+            row.try_get("started_run").map_err(ledger_error)?,
         )
-        .bind(&thread)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(ledger_error)?;
-        if busy.is_some() {
-            tx.commit().await.map_err(ledger_error)?;
-            return Ok(LaunchOutcome::Busy);
-        }
-        let inserted = sqlx::query(
-            "INSERT INTO runs (seq, run_id, key, owner, thread, prompt, status, created_at) \
-             SELECT n, 'run-' || n, $1, $2, $3, $4, 'running', $5 \
-             FROM (SELECT nextval('run_seq') AS n) s RETURNING run_id",
-        )
-        .bind(&key)
-        .bind(&owner)
-        .bind(&thread)
-        .bind(storable(&req.prompt))
-        .bind(now.as_micros())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(ledger_error)?;
-        let run = RunId(
-            inserted
-                .try_get::<String, _>("run_id")
-                .map_err(ledger_error)?,
-        );
-        tx.commit().await.map_err(ledger_error)?;
-        Ok(LaunchOutcome::Started(run))
     }
 
     /// One statement: ends an active run with a terminal `status`; false (nothing changed) if

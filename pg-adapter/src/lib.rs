@@ -20,6 +20,8 @@ mod error;
 #[cfg(feature = "testkit")]
 pub mod harness;
 mod ledger;
+#[cfg(feature = "mutations")]
+mod planted;
 mod pool;
 mod row;
 mod sql;

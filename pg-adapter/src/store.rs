@@ -22,6 +22,7 @@ use std::sync::Arc;
 use tasklatch_core::event::Fingerprint;
 use tasklatch_core::ids::TaskId;
 use tasklatch_core::lease::{LeaseKind, Refusal};
+#[cfg(feature = "mutations")]
 use tasklatch_core::mutation::Mutant;
 use tasklatch_core::policy::{bounded, Policy, MAX_STORED_ERROR};
 use tasklatch_core::status::{DeadLetterReason, NotifyStatus};
@@ -43,6 +44,7 @@ struct Inner {
     pool: PgPool,
     policy: Policy,
     sql: Sql,
+    #[cfg(feature = "mutations")]
     mutant: Option<Mutant>,
 }
 
@@ -55,18 +57,25 @@ pub struct PgStore {
 impl PgStore {
     /// A store over `pool` (already migrated, see [`crate::migrate`]) whose transitions use
     /// `policy` — the same policy the engines use.
-    ///
-    /// `mutant` switches on the SQL variant of a planted bug when the crate is built with the
-    /// `mutations` feature ([`Mutant::lives_in_sql`]: the lease-token, lease-expiry and
-    /// cancel-requested guards); other mutants and every mutant without the feature are
-    /// ignored. The thread-local `mutation::active` switch does not reach the database, so the
-    /// mutant must be passed here.
-    pub fn new(pool: PgPool, policy: Policy, mutant: Option<Mutant>) -> Self {
-        let mutant = if cfg!(feature = "mutations") {
-            mutant.filter(|m| m.lives_in_sql())
-        } else {
-            None
-        };
+    pub fn new(pool: PgPool, policy: Policy) -> Self {
+        PgStore {
+            inner: Arc::new(Inner {
+                pool,
+                policy,
+                sql: Sql::new(Checks::under(None)),
+                #[cfg(feature = "mutations")]
+                mutant: None,
+            }),
+        }
+    }
+
+    /// [`PgStore::new`] with the SQL variant of a planted bug switched on, if `mutant` lives in
+    /// SQL ([`Mutant::lives_in_sql`]: the lease-token, lease-expiry and cancel-requested
+    /// guards); other mutants are ignored. The thread-local `mutation::active` switch does not
+    /// reach the database, so the mutant must be passed here.
+    #[cfg(feature = "mutations")]
+    pub fn with_mutant(pool: PgPool, policy: Policy, mutant: Option<Mutant>) -> Self {
+        let mutant = mutant.filter(|m| m.lives_in_sql());
         PgStore {
             inner: Arc::new(Inner {
                 pool,
@@ -87,7 +96,8 @@ impl PgStore {
         &self.inner.policy
     }
 
-    /// The planted bug in force, if any (always `None` without the `mutations` feature).
+    /// The planted bug in force, if any.
+    #[cfg(feature = "mutations")]
     pub fn mutant(&self) -> Option<Mutant> {
         self.inner.mutant
     }
