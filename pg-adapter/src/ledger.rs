@@ -26,6 +26,7 @@
 use crate::coalesce::Coalescer;
 use crate::error::ledger_error;
 use crate::row::storable;
+use crate::sql::ledger as sql;
 use sqlx::{PgPool, Row};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -124,18 +125,15 @@ async fn start_runs(
         prompts.push(r.prompt);
         nows.push(r.now);
     }
-    let rows = sqlx::query(
-        "SELECT ord, outcome, started_run FROM tasklatch_start_runs($1, $2, $3, $4, $5) \
-         ORDER BY ord",
-    )
-    .bind(keys)
-    .bind(owners)
-    .bind(threads)
-    .bind(prompts)
-    .bind(nows)
-    .fetch_all(&pool)
-    .await
-    .map_err(ledger_error)?;
+    let rows = sqlx::query(sql::START_RUNS)
+        .bind(keys)
+        .bind(owners)
+        .bind(threads)
+        .bind(prompts)
+        .bind(nows)
+        .fetch_all(&pool)
+        .await
+        .map_err(ledger_error)?;
     if rows.len() != n {
         return Err(LedgerError(format!(
             "tasklatch_start_runs answered {} of {n} requests",
@@ -161,7 +159,7 @@ async fn start_runs(
 
 /// One read for a batch of run-status lookups, answered in order.
 async fn run_statuses(pool: PgPool, runs: Vec<String>) -> Result<Vec<RunStatus>, LedgerError> {
-    let rows = sqlx::query("SELECT run_id, status FROM runs WHERE run_id = ANY($1)")
+    let rows = sqlx::query(sql::RUN_STATUSES)
         .bind(&runs)
         .fetch_all(&pool)
         .await
@@ -255,31 +253,24 @@ impl PgLedger {
             .iter()
             .map(|(o, t)| (storable(o.as_str()), storable(t.as_str())))
             .unzip();
-        sqlx::query(
-            "INSERT INTO threads (thread, owner, created_at) \
-             SELECT t, o, $3 FROM unnest($1::text[], $2::text[]) AS x(t, o) \
-             ON CONFLICT (thread) DO NOTHING",
-        )
-        .bind(names)
-        .bind(owners)
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        sqlx::query(sql::CREATE_THREADS)
+            .bind(names)
+            .bind(owners)
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(())
     }
 
     /// The runs still pending or running, oldest first, at most `limit`: what an agent runtime
     /// has to work on. One read through the active-runs index.
     pub async fn active_runs(&self, limit: usize) -> Result<Vec<(RunId, Timestamp)>, LedgerError> {
-        let rows = sqlx::query(
-            "SELECT run_id, created_at FROM runs WHERE status IN ('pending', 'running') \
-             ORDER BY seq LIMIT $1",
-        )
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let rows = sqlx::query(sql::ACTIVE_RUNS)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         rows.iter()
             .map(|r| {
                 Ok((
@@ -304,17 +295,13 @@ impl PgLedger {
             .filter(|(_, s)| !s.is_active() && *s != RunStatus::Missing)
             .map(|(r, s)| (storable(r.as_str()), s.as_str()))
             .unzip();
-        let done = sqlx::query(
-            "UPDATE runs SET status = x.status, finished_at = $3 \
-             FROM unnest($1::text[], $2::text[]) AS x(run_id, status) \
-             WHERE runs.run_id = x.run_id AND runs.status IN ('pending', 'running')",
-        )
-        .bind(ids)
-        .bind(statuses)
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let done = sqlx::query(sql::FINISH_RUNS)
+            .bind(ids)
+            .bind(statuses)
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(done.rows_affected())
     }
 }
@@ -327,31 +314,25 @@ impl RunLedger for PgLedger {
         thread: &ThreadId,
         now: Timestamp,
     ) -> Result<(), LedgerError> {
-        sqlx::query(
-            "INSERT INTO threads (thread, owner, created_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (thread) DO NOTHING",
-        )
-        .bind(storable(thread.as_str()))
-        .bind(storable(owner.as_str()))
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        sqlx::query(sql::CREATE_THREAD)
+            .bind(storable(thread.as_str()))
+            .bind(storable(owner.as_str()))
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(())
     }
 
     /// One statement: marks the thread deleted; later launches on it answer 404. Returns whether
     /// the thread existed.
     async fn delete_thread(&self, thread: &ThreadId, now: Timestamp) -> Result<bool, LedgerError> {
-        let done = sqlx::query(
-            "UPDATE threads SET deleted = true, deleted_at = COALESCE(deleted_at, $2) \
-             WHERE thread = $1",
-        )
-        .bind(storable(thread.as_str()))
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let done = sqlx::query(sql::DELETE_THREAD)
+            .bind(storable(thread.as_str()))
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -391,16 +372,15 @@ impl RunLedger for PgLedger {
             .await;
         }
         // The hot path: one round trip (migrations/0003_start_run_function.sql).
-        let row =
-            sqlx::query("SELECT outcome, started_run FROM tasklatch_start_run($1, $2, $3, $4, $5)")
-                .bind(&key)
-                .bind(&owner)
-                .bind(&thread)
-                .bind(storable(&req.prompt))
-                .bind(now.as_micros())
-                .fetch_one(&self.pool)
-                .await
-                .map_err(ledger_error)?;
+        let row = sqlx::query(sql::START_RUN)
+            .bind(&key)
+            .bind(&owner)
+            .bind(&thread)
+            .bind(storable(&req.prompt))
+            .bind(now.as_micros())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         outcome_of(
             &row.try_get::<String, _>("outcome").map_err(ledger_error)?,
             row.try_get("started_run").map_err(ledger_error)?,
@@ -418,16 +398,13 @@ impl RunLedger for PgLedger {
         if status.is_active() || status == RunStatus::Missing {
             return Ok(false);
         }
-        let done = sqlx::query(
-            "UPDATE runs SET status = $2, finished_at = $3 \
-             WHERE run_id = $1 AND status IN ('pending', 'running')",
-        )
-        .bind(storable(run.as_str()))
-        .bind(status.as_str())
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let done = sqlx::query(sql::FINISH_RUN)
+            .bind(storable(run.as_str()))
+            .bind(status.as_str())
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -443,7 +420,7 @@ impl RunLedger for PgLedger {
                 })
                 .await;
         }
-        let row = sqlx::query("SELECT status FROM runs WHERE run_id = $1")
+        let row = sqlx::query(sql::RUN_STATUS)
             .bind(storable(run.as_str()))
             .fetch_optional(&self.pool)
             .await
@@ -456,13 +433,10 @@ impl RunLedger for PgLedger {
 
     /// One read: every run, in creation order.
     async fn runs(&self) -> Result<Vec<RunRecord>, LedgerError> {
-        let rows = sqlx::query(
-            "SELECT run_id, key, owner, thread, prompt, status, created_at, finished_at \
-             FROM runs ORDER BY seq",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let rows = sqlx::query(sql::RUNS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         rows.iter()
             .map(|r| {
                 let get = |c: &str| r.try_get::<String, _>(c).map_err(ledger_error);
