@@ -270,6 +270,31 @@ mod tests {
         }
     }
 
+    /// The `record_event` part of a statement's `SET` list, `now` spelled `$now`.
+    fn record_event_set(sql: &str) -> String {
+        let block: Vec<&str> = sql
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("-- outbox::record_event"))
+            .skip(1)
+            .take_while(|l| !l.trim_start().starts_with("FROM checked"))
+            .collect();
+        assert!(block.len() > 10, "{sql}");
+        block
+            .join("\n")
+            .replace("$19", "$now")
+            .replace("$20", "$now")
+    }
+
+    #[test]
+    fn polls_and_cancels_record_events_alike() {
+        // record_event is written out twice (a poll result and a finished cancel both record
+        // an event): the two copies must stay the same.
+        assert_eq!(
+            record_event_set(GUARDED_WRITES.apply_polls),
+            record_event_set(GUARDED_WRITES.finish_cancels)
+        );
+    }
+
     #[test]
     fn guarded_writes_check_every_guard() {
         let g = GUARDED_WRITES;
