@@ -242,7 +242,7 @@ impl PgLedger {
         &self.pool
     }
 
-    /// Creates many threads in one statement (for load tests); existing ones are left alone,
+    /// Creates many threads in one statement; existing ones are left alone,
     /// as [`RunLedger::create_thread`] does.
     pub async fn create_threads(
         &self,
