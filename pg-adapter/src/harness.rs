@@ -14,8 +14,8 @@
 //! `TASKLATCH_PG_FORCE_LOCAL_CLUSTER=1` skips steps 1 and 2 (used by a test that proves step 3
 //! works on this machine).
 
-use crate::migrate;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use crate::{connect, migrate};
+use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -70,8 +70,9 @@ static SERVER: OnceCell<Result<Server, String>> = OnceCell::const_new();
 static CLUSTER: OnceLock<LocalCluster> = OnceLock::new();
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A random 64-bit value from the standard library's per-process hash keys and the time.
-pub(crate) fn random_u64() -> u64 {
+/// A random 64-bit value from the standard library's per-process hash keys and the time (for
+/// unique names, not for anything that must be unpredictable).
+pub fn random_u64() -> u64 {
     let mut h = RandomState::new().build_hasher();
     h.write_u128(
         std::time::SystemTime::now()
@@ -152,26 +153,6 @@ pub fn with_database(url: &str, db: &str) -> String {
     };
     let authority = before_query.split('/').next().unwrap_or(before_query);
     format!("{scheme}{authority}/{db}{query}")
-}
-
-/// A pool on `url` with at most `max` connections.
-pub async fn connect(url: &str, max: u32) -> Result<PgPool, sqlx::Error> {
-    connect_named(url, max, "tasklatch").await
-}
-
-/// A pool on `url` with at most `max` connections, whose backends show `application_name`
-/// (so a test can find — and kill — them in `pg_stat_activity`).
-pub async fn connect_named(
-    url: &str,
-    max: u32,
-    application_name: &str,
-) -> Result<PgPool, sqlx::Error> {
-    let opts = PgConnectOptions::from_str(url)?.application_name(application_name);
-    PgPoolOptions::new()
-        .max_connections(max)
-        .acquire_timeout(Duration::from_secs(30))
-        .connect_with(opts)
-        .await
 }
 
 async fn admin(url: &str) -> Result<PgConnection, HarnessError> {
@@ -357,6 +338,23 @@ fn output(cmd: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// How many ports a throwaway cluster tries before giving up (another process may take a free
+/// port before the server binds it).
+const START_TRIES: usize = 3;
+
+/// The user to run the cluster as when this process is root (PostgreSQL refuses to run as
+/// root): `postgres`, else `nobody`; `None` when not root.
+fn unprivileged_user() -> Result<Option<String>, String> {
+    if id_of(&["-u"])? != 0 {
+        return Ok(None);
+    }
+    let user = ["postgres", "nobody"]
+        .into_iter()
+        .find(|u| id_of(&["-u", u]).is_ok())
+        .ok_or("running as root and neither user `postgres` nor `nobody` exists")?;
+    Ok(Some(user.to_owned()))
+}
+
 fn id_of(args: &[&str]) -> Result<u32, String> {
     output(Command::new("id").args(args))?
         .parse()
@@ -368,15 +366,7 @@ impl LocalCluster {
     /// the cluster does not start.
     pub fn start() -> Result<LocalCluster, String> {
         let bin = pg_bin_dir().ok_or("no initdb/pg_ctl found")?;
-        let run_as = if id_of(&["-u"])? == 0 {
-            let user = ["postgres", "nobody"]
-                .into_iter()
-                .find(|u| id_of(&["-u", u]).is_ok())
-                .ok_or("running as root and neither user `postgres` nor `nobody` exists")?;
-            Some(user.to_owned())
-        } else {
-            None
-        };
+        let run_as = unprivileged_user()?;
         let dir = std::env::temp_dir().join(format!(
             "tasklatch-pg-{}-{:08x}",
             std::process::id(),
@@ -395,8 +385,30 @@ impl LocalCluster {
             bin,
             run_as,
         };
-        let data = cluster.dir.join("data");
-        output(&mut cluster.command(
+        cluster.initdb().inspect_err(|_| cluster.remove_dir())?;
+        let mut last = String::new();
+        for _ in 0..START_TRIES {
+            cluster.port = free_port()?;
+            match cluster.pg_ctl_start() {
+                Ok(()) => {
+                    cluster.spawn_watchdog();
+                    return Ok(cluster);
+                }
+                Err(e) => last = e,
+            }
+        }
+        cluster.remove_dir();
+        Err(format!("pg_ctl start failed: {last}"))
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// A fresh data dir: trust auth for `postgres`, UTF-8, C locale, no sync.
+    fn initdb(&self) -> Result<(), String> {
+        let data = self.data_dir();
+        output(&mut self.command(
             "initdb",
             &[
                 "-D",
@@ -410,41 +422,34 @@ impl LocalCluster {
                 "--no-sync",
             ],
         ))
-        .inspect_err(|_| cluster.remove_dir())?;
-        let mut last = String::new();
-        for _ in 0..3 {
-            cluster.port = free_port()?;
-            let opts = format!(
-                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
-                 -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
-                cluster.port,
-                cluster.dir.display()
-            );
-            let started = output(&mut cluster.command(
-                "pg_ctl",
-                &[
-                    "-D",
-                    &data.to_string_lossy(),
-                    "-l",
-                    &cluster.dir.join("log").to_string_lossy(),
-                    "-w",
-                    "-t",
-                    "60",
-                    "-o",
-                    &opts,
-                    "start",
-                ],
-            ));
-            match started {
-                Ok(_) => {
-                    cluster.spawn_watchdog();
-                    return Ok(cluster);
-                }
-                Err(e) => last = e,
-            }
-        }
-        cluster.remove_dir();
-        Err(format!("pg_ctl start failed: {last}"))
+        .map(|_| ())
+    }
+
+    /// Starts the server on `self.port` (127.0.0.1 and a socket in the temp dir), waiting up to
+    /// a minute for it to accept connections.
+    fn pg_ctl_start(&self) -> Result<(), String> {
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
+             -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+            self.port,
+            self.dir.display()
+        );
+        output(&mut self.command(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data_dir().to_string_lossy(),
+                "-l",
+                &self.dir.join("log").to_string_lossy(),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                &opts,
+                "start",
+            ],
+        ))
+        .map(|_| ())
     }
 
     /// The admin URL (database `postgres`, user `postgres`).
@@ -479,7 +484,7 @@ impl LocalCluster {
     }
 
     fn stop_command(&self) -> Command {
-        let data = self.dir.join("data");
+        let data = self.data_dir();
         self.command(
             "pg_ctl",
             &[

@@ -26,11 +26,13 @@
 use crate::coalesce::Coalescer;
 use crate::error::ledger_error;
 use crate::row::storable;
+use crate::sql::ledger as sql;
 use sqlx::{PgPool, Row};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tasklatch_core::ids::{OwnerId, RunId, ThreadId};
 use tasklatch_core::ledger::{LedgerError, RunLedger, RunRecord};
+#[cfg(feature = "mutations")]
 use tasklatch_core::mutation::Mutant;
 use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
 use tasklatch_core::time::Timestamp;
@@ -40,8 +42,10 @@ use tasklatch_core::time::Timestamp;
 #[derive(Clone)]
 pub struct PgLedger {
     pool: PgPool,
-    uniqueness_dropped: bool,
     batches: Option<Arc<Batches>>,
+    /// The planted bug `LedgerUniquenessDropped` is on (see [`PgLedger::with_mutant`]).
+    #[cfg(feature = "mutations")]
+    uniqueness_dropped: bool,
 }
 
 /// How [`PgLedger::coalescing`] gathers calls.
@@ -121,18 +125,15 @@ async fn start_runs(
         prompts.push(r.prompt);
         nows.push(r.now);
     }
-    let rows = sqlx::query(
-        "SELECT ord, outcome, started_run FROM tasklatch_start_runs($1, $2, $3, $4, $5) \
-         ORDER BY ord",
-    )
-    .bind(keys)
-    .bind(owners)
-    .bind(threads)
-    .bind(prompts)
-    .bind(nows)
-    .fetch_all(&pool)
-    .await
-    .map_err(ledger_error)?;
+    let rows = sqlx::query(sql::START_RUNS)
+        .bind(keys)
+        .bind(owners)
+        .bind(threads)
+        .bind(prompts)
+        .bind(nows)
+        .fetch_all(&pool)
+        .await
+        .map_err(ledger_error)?;
     if rows.len() != n {
         return Err(LedgerError(format!(
             "tasklatch_start_runs answered {} of {n} requests",
@@ -158,7 +159,7 @@ async fn start_runs(
 
 /// One read for a batch of run-status lookups, answered in order.
 async fn run_statuses(pool: PgPool, runs: Vec<String>) -> Result<Vec<RunStatus>, LedgerError> {
-    let rows = sqlx::query("SELECT run_id, status FROM runs WHERE run_id = ANY($1)")
+    let rows = sqlx::query(sql::RUN_STATUSES)
         .bind(&runs)
         .fetch_all(&pool)
         .await
@@ -191,25 +192,31 @@ fn status_of(s: &str) -> Result<RunStatus, LedgerError> {
 }
 
 impl PgLedger {
-    /// A ledger over `pool` (already migrated, see [`crate::migrate`]).
-    ///
-    /// With the `mutations` feature and `mutant == Some(LedgerUniquenessDropped)`, the planted
-    /// bug is switched on: the key's unique index is dropped (in this database: use a throwaway
-    /// one) and runs are inserted blindly, without looking the key up. Otherwise `mutant` is
-    /// ignored.
-    pub async fn new(pool: PgPool, mutant: Option<Mutant>) -> Result<Self, LedgerError> {
-        let uniqueness_dropped =
-            cfg!(feature = "mutations") && mutant == Some(Mutant::LedgerUniquenessDropped);
+    /// A ledger over `pool` (already migrated, see [`crate::migrate`]): every call is its own
+    /// round trip and transaction.
+    pub fn new(pool: PgPool) -> Self {
+        PgLedger {
+            pool,
+            batches: None,
+            #[cfg(feature = "mutations")]
+            uniqueness_dropped: false,
+        }
+    }
+
+    /// [`PgLedger::new`], with the planted bug switched on when `mutant` is
+    /// `LedgerUniquenessDropped`: the key's unique index is dropped (in this database: use a
+    /// throwaway one) and runs are inserted blindly, without looking the key up. Any other
+    /// mutant is ignored.
+    #[cfg(feature = "mutations")]
+    pub async fn with_mutant(pool: PgPool, mutant: Option<Mutant>) -> Result<Self, LedgerError> {
+        let uniqueness_dropped = mutant == Some(Mutant::LedgerUniquenessDropped);
         if uniqueness_dropped {
-            sqlx::query("DROP INDEX IF EXISTS runs_key_unique")
-                .execute(&pool)
-                .await
-                .map_err(ledger_error)?;
+            crate::planted::drop_key_uniqueness(&pool).await?;
         }
         Ok(PgLedger {
             pool,
-            uniqueness_dropped,
             batches: None,
+            uniqueness_dropped,
         })
     }
 
@@ -221,11 +228,12 @@ impl PgLedger {
     pub fn coalescing(pool: PgPool, config: Coalescing) -> Self {
         PgLedger {
             pool,
-            uniqueness_dropped: false,
             batches: Some(Arc::new(Batches {
                 starts: Coalescer::new(config.max_batch, config.leaders),
                 statuses: Coalescer::new(config.max_batch, config.leaders),
             })),
+            #[cfg(feature = "mutations")]
+            uniqueness_dropped: false,
         }
     }
 
@@ -234,7 +242,7 @@ impl PgLedger {
         &self.pool
     }
 
-    /// Creates many threads in one statement (for load tests); existing ones are left alone,
+    /// Creates many threads in one statement; existing ones are left alone,
     /// as [`RunLedger::create_thread`] does.
     pub async fn create_threads(
         &self,
@@ -245,31 +253,24 @@ impl PgLedger {
             .iter()
             .map(|(o, t)| (storable(o.as_str()), storable(t.as_str())))
             .unzip();
-        sqlx::query(
-            "INSERT INTO threads (thread, owner, created_at) \
-             SELECT t, o, $3 FROM unnest($1::text[], $2::text[]) AS x(t, o) \
-             ON CONFLICT (thread) DO NOTHING",
-        )
-        .bind(names)
-        .bind(owners)
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        sqlx::query(sql::CREATE_THREADS)
+            .bind(names)
+            .bind(owners)
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(())
     }
 
     /// The runs still pending or running, oldest first, at most `limit`: what an agent runtime
     /// has to work on. One read through the active-runs index.
     pub async fn active_runs(&self, limit: usize) -> Result<Vec<(RunId, Timestamp)>, LedgerError> {
-        let rows = sqlx::query(
-            "SELECT run_id, created_at FROM runs WHERE status IN ('pending', 'running') \
-             ORDER BY seq LIMIT $1",
-        )
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let rows = sqlx::query(sql::ACTIVE_RUNS)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         rows.iter()
             .map(|r| {
                 Ok((
@@ -294,17 +295,13 @@ impl PgLedger {
             .filter(|(_, s)| !s.is_active() && *s != RunStatus::Missing)
             .map(|(r, s)| (storable(r.as_str()), s.as_str()))
             .unzip();
-        let done = sqlx::query(
-            "UPDATE runs SET status = x.status, finished_at = $3 \
-             FROM unnest($1::text[], $2::text[]) AS x(run_id, status) \
-             WHERE runs.run_id = x.run_id AND runs.status IN ('pending', 'running')",
-        )
-        .bind(ids)
-        .bind(statuses)
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let done = sqlx::query(sql::FINISH_RUNS)
+            .bind(ids)
+            .bind(statuses)
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(done.rows_affected())
     }
 }
@@ -317,31 +314,25 @@ impl RunLedger for PgLedger {
         thread: &ThreadId,
         now: Timestamp,
     ) -> Result<(), LedgerError> {
-        sqlx::query(
-            "INSERT INTO threads (thread, owner, created_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (thread) DO NOTHING",
-        )
-        .bind(storable(thread.as_str()))
-        .bind(storable(owner.as_str()))
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        sqlx::query(sql::CREATE_THREAD)
+            .bind(storable(thread.as_str()))
+            .bind(storable(owner.as_str()))
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(())
     }
 
     /// One statement: marks the thread deleted; later launches on it answer 404. Returns whether
     /// the thread existed.
     async fn delete_thread(&self, thread: &ThreadId, now: Timestamp) -> Result<bool, LedgerError> {
-        let done = sqlx::query(
-            "UPDATE threads SET deleted = true, deleted_at = COALESCE(deleted_at, $2) \
-             WHERE thread = $1",
-        )
-        .bind(storable(thread.as_str()))
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let done = sqlx::query(sql::DELETE_THREAD)
+            .bind(storable(thread.as_str()))
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -372,11 +363,16 @@ impl RunLedger for PgLedger {
                 .call(request, |reqs| start_runs(pool.clone(), reqs))
                 .await;
         }
-        if !self.uniqueness_dropped {
-            // The hot path: one round trip (migrations/0003_start_run_function.sql).
-            let row = sqlx::query(
-                "SELECT outcome, started_run FROM tasklatch_start_run($1, $2, $3, $4, $5)",
+        #[cfg(feature = "mutations")]
+        if self.uniqueness_dropped {
+            let prompt = storable(&req.prompt);
+            return crate::planted::start_run_blindly(
+                &self.pool, &key, &owner, &thread, &prompt, now,
             )
+            .await;
+        }
+        // The hot path: one round trip (migrations/0003_start_run_function.sql).
+        let row = sqlx::query(sql::START_RUN)
             .bind(&key)
             .bind(&owner)
             .bind(&thread)
@@ -385,63 +381,10 @@ impl RunLedger for PgLedger {
             .fetch_one(&self.pool)
             .await
             .map_err(ledger_error)?;
-            return outcome_of(
-                &row.try_get::<String, _>("outcome").map_err(ledger_error)?,
-                row.try_get("started_run").map_err(ledger_error)?,
-            );
-        }
-        // The planted bug (LedgerUniquenessDropped): the same thread checks, no key lookup, a
-        // blind insert (the unique index is gone).
-        let mut tx = self.pool.begin().await.map_err(ledger_error)?;
-        let thread_row =
-            sqlx::query("SELECT owner, deleted FROM threads WHERE thread = $1 FOR UPDATE")
-                .bind(&thread)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(ledger_error)?;
-        let usable = match &thread_row {
-            Some(r) => {
-                let t_owner: String = r.try_get("owner").map_err(ledger_error)?;
-                let deleted: bool = r.try_get("deleted").map_err(ledger_error)?;
-                !deleted && t_owner == owner
-            }
-            None => false,
-        };
-        if !usable {
-            tx.commit().await.map_err(ledger_error)?;
-            return Ok(LaunchOutcome::ThreadGone);
-        }
-        let busy = sqlx::query(
-            "SELECT 1 FROM runs WHERE thread = $1 AND status IN ('pending', 'running') LIMIT 1",
+        outcome_of(
+            &row.try_get::<String, _>("outcome").map_err(ledger_error)?,
+            row.try_get("started_run").map_err(ledger_error)?,
         )
-        .bind(&thread)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(ledger_error)?;
-        if busy.is_some() {
-            tx.commit().await.map_err(ledger_error)?;
-            return Ok(LaunchOutcome::Busy);
-        }
-        let inserted = sqlx::query(
-            "INSERT INTO runs (seq, run_id, key, owner, thread, prompt, status, created_at) \
-             SELECT n, 'run-' || n, $1, $2, $3, $4, 'running', $5 \
-             FROM (SELECT nextval('run_seq') AS n) s RETURNING run_id",
-        )
-        .bind(&key)
-        .bind(&owner)
-        .bind(&thread)
-        .bind(storable(&req.prompt))
-        .bind(now.as_micros())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(ledger_error)?;
-        let run = RunId(
-            inserted
-                .try_get::<String, _>("run_id")
-                .map_err(ledger_error)?,
-        );
-        tx.commit().await.map_err(ledger_error)?;
-        Ok(LaunchOutcome::Started(run))
     }
 
     /// One statement: ends an active run with a terminal `status`; false (nothing changed) if
@@ -455,16 +398,13 @@ impl RunLedger for PgLedger {
         if status.is_active() || status == RunStatus::Missing {
             return Ok(false);
         }
-        let done = sqlx::query(
-            "UPDATE runs SET status = $2, finished_at = $3 \
-             WHERE run_id = $1 AND status IN ('pending', 'running')",
-        )
-        .bind(storable(run.as_str()))
-        .bind(status.as_str())
-        .bind(now.as_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let done = sqlx::query(sql::FINISH_RUN)
+            .bind(storable(run.as_str()))
+            .bind(status.as_str())
+            .bind(now.as_micros())
+            .execute(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -480,7 +420,7 @@ impl RunLedger for PgLedger {
                 })
                 .await;
         }
-        let row = sqlx::query("SELECT status FROM runs WHERE run_id = $1")
+        let row = sqlx::query(sql::RUN_STATUS)
             .bind(storable(run.as_str()))
             .fetch_optional(&self.pool)
             .await
@@ -493,13 +433,10 @@ impl RunLedger for PgLedger {
 
     /// One read: every run, in creation order.
     async fn runs(&self) -> Result<Vec<RunRecord>, LedgerError> {
-        let rows = sqlx::query(
-            "SELECT run_id, key, owner, thread, prompt, status, created_at, finished_at \
-             FROM runs ORDER BY seq",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(ledger_error)?;
+        let rows = sqlx::query(sql::RUNS)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(ledger_error)?;
         rows.iter()
             .map(|r| {
                 let get = |c: &str| r.try_get::<String, _>(c).map_err(ledger_error);

@@ -7,27 +7,29 @@
 //! - [`PgLedger`]: the run ledger (unique idempotency key, 409 busy thread, 404 gone thread),
 //!   the reference gateway behind `tasklatch_core::ledger::LedgerLauncher`; per call, or
 //!   [`PgLedger::coalescing`]: concurrent launches share one transaction (`coalesce`).
-//! - [`migrate`]: the schema, embedded from `migrations/`.
-//! - [`harness`]: fresh test databases on a local, configured or throwaway server.
-//! - [`stress`] and [`bench`]: real concurrency and throughput against one Postgres.
+//! - [`migrate`]: the schema, embedded from `migrations/`; [`connect`]: a pool.
+//! - `harness` (feature `testkit`): fresh test databases on a local, configured or throwaway
+//!   server, for tests, the simulation and the load tools (`tasklatch-load`).
 //!
-//! Knows nothing of turmoil.
+//! Production code only: knows nothing of turmoil, load generation or test doubles.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod bench;
-pub mod bulk;
 mod coalesce;
 mod error;
+#[cfg(feature = "testkit")]
 pub mod harness;
 mod ledger;
+#[cfg(feature = "mutations")]
+mod planted;
+mod pool;
 mod row;
 mod sql;
 mod store;
-pub mod stress;
 
 pub use error::{ledger_error, store_error};
 pub use ledger::{Coalescing, PgLedger};
+pub use pool::{connect, connect_named};
 pub use row::{decode_task, event_json, storable};
 pub use store::PgStore;
 

@@ -1,6 +1,7 @@
 //! `PgStore`: the production [`Store`] over Postgres (DESIGN "pg-adapter").
 //!
-//! Every method is one transaction, normally one statement (see [`crate::sql`] for the texts):
+//! Every method is one transaction, normally one statement (the texts are the files under
+//! `pg-adapter/sql/store/`, see `sql.rs`):
 //! claims are `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)`; guarded writes lock their rows
 //! in id order, evaluate the core guard in SQL and apply the transition against the row's
 //! current values, reporting each row's [`Refusal`] exactly as `MemStore` does. `now` is always
@@ -13,7 +14,7 @@
 
 use crate::error::store_error;
 use crate::row::{decode_task, event_json, storable, storable_opt, to_i64};
-use crate::sql::{self, Checks, Sql};
+use crate::sql::{self, GuardedWrites, GUARDED_WRITES};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::{PgPool, Postgres, Row};
@@ -22,8 +23,9 @@ use std::sync::Arc;
 use tasklatch_core::event::Fingerprint;
 use tasklatch_core::ids::TaskId;
 use tasklatch_core::lease::{LeaseKind, Refusal};
+#[cfg(feature = "mutations")]
 use tasklatch_core::mutation::Mutant;
-use tasklatch_core::policy::{bounded, Policy, MAX_STORED_ERROR};
+use tasklatch_core::policy::{bounded, Policy, MAX_BATCH, MAX_STORED_ERROR};
 use tasklatch_core::status::{DeadLetterReason, NotifyStatus};
 use tasklatch_core::store::*;
 use tasklatch_core::task::TaskRow;
@@ -42,7 +44,8 @@ const DUE_TABLE: u32 = 17;
 struct Inner {
     pool: PgPool,
     policy: Policy,
-    sql: Sql,
+    writes: GuardedWrites,
+    #[cfg(feature = "mutations")]
     mutant: Option<Mutant>,
 }
 
@@ -55,23 +58,30 @@ pub struct PgStore {
 impl PgStore {
     /// A store over `pool` (already migrated, see [`crate::migrate`]) whose transitions use
     /// `policy` — the same policy the engines use.
-    ///
-    /// `mutant` switches on the SQL variant of a planted bug when the crate is built with the
-    /// `mutations` feature ([`Mutant::lives_in_sql`]: the lease-token, lease-expiry and
-    /// cancel-requested guards); other mutants and every mutant without the feature are
-    /// ignored. The thread-local `mutation::active` switch does not reach the database, so the
-    /// mutant must be passed here.
-    pub fn new(pool: PgPool, policy: Policy, mutant: Option<Mutant>) -> Self {
-        let mutant = if cfg!(feature = "mutations") {
-            mutant.filter(|m| m.lives_in_sql())
-        } else {
-            None
-        };
+    pub fn new(pool: PgPool, policy: Policy) -> Self {
         PgStore {
             inner: Arc::new(Inner {
                 pool,
                 policy,
-                sql: Sql::new(Checks::under(mutant)),
+                writes: GUARDED_WRITES,
+                #[cfg(feature = "mutations")]
+                mutant: None,
+            }),
+        }
+    }
+
+    /// [`PgStore::new`] with the SQL variant of a planted bug switched on, if `mutant` lives in
+    /// SQL ([`Mutant::lives_in_sql`]: the lease-token, lease-expiry and cancel-requested
+    /// guards); other mutants are ignored. The thread-local `mutation::active` switch does not
+    /// reach the database, so the mutant must be passed here.
+    #[cfg(feature = "mutations")]
+    pub fn with_mutant(pool: PgPool, policy: Policy, mutant: Option<Mutant>) -> Self {
+        let mutant = mutant.filter(|m| m.lives_in_sql());
+        PgStore {
+            inner: Arc::new(Inner {
+                pool,
+                policy,
+                writes: crate::planted::guarded_writes(mutant),
                 mutant,
             }),
         }
@@ -87,7 +97,8 @@ impl PgStore {
         &self.inner.policy
     }
 
-    /// The planted bug in force, if any (always `None` without the `mutations` feature).
+    /// The planted bug in force, if any.
+    #[cfg(feature = "mutations")]
     pub fn mutant(&self) -> Option<Mutant> {
         self.inner.mutant
     }
@@ -436,19 +447,28 @@ impl Store for PgStore {
         Ok(())
     }
 
-    /// One statement: the due rows of loop `kind` (ordered by due time then id, limited, rows
-    /// locked by a concurrent transaction skipped) get a fresh lease — owner `req.worker`,
+    /// One statement: the due rows of loop `kind` (ordered by due time then id, at most
+    /// `req.limit` — a limit above [`MAX_BATCH`] is [`StoreError::Invalid`] — rows locked by a
+    /// concurrent transaction skipped) get a fresh lease — owner `req.worker`,
     /// token = the row's claim counter + 1, expiry `req.now + req.lease_for` — and, for
     /// notifications, the frozen snapshot (`transitions::outbox::claim`, in SQL). Returned in
     /// (due, id) order. A crash after the commit leaves leases that simply expire.
     async fn claim(&self, kind: LeaseKind, req: ClaimRequest) -> Result<Vec<Claimed>, StoreError> {
         let sql = match kind {
-            LeaseKind::Poll => &self.inner.sql.claim_poll,
-            LeaseKind::Notify => &self.inner.sql.claim_notify,
-            LeaseKind::Cancel => &self.inner.sql.claim_cancel,
+            LeaseKind::Poll => sql::CLAIM_POLL,
+            LeaseKind::Notify => sql::CLAIM_NOTIFY,
+            LeaseKind::Cancel => sql::CLAIM_CANCEL,
         };
-        let limit = i64::try_from(req.limit).unwrap_or(i64::MAX);
-        let rows = sqlx::query(sql.clone())
+        let limit = match i64::try_from(req.limit) {
+            Ok(limit) if req.limit <= MAX_BATCH => limit,
+            _ => {
+                return Err(StoreError::Invalid(format!(
+                    "claim limit {} is above the batch limit {MAX_BATCH}",
+                    req.limit
+                )))
+            }
+        };
+        let rows = sqlx::query(sql)
             .bind(req.now.as_micros())
             .bind(limit)
             .bind(storable(req.worker.as_str()))
@@ -480,7 +500,7 @@ impl Store for PgStore {
         now: Timestamp,
     ) -> Result<Vec<WriteOutcome>, StoreError> {
         let plan = rounds(writes.iter().map(|w| &w.task_id));
-        let sql = &self.inner.sql.apply_polls;
+        let sql = self.inner.writes.apply_polls;
         self.write_rounds(writes.len(), plan, |round| {
             let (ids, owners, tokens) = lease_arrays(
                 round
@@ -495,7 +515,7 @@ impl Store for PgStore {
             for &i in round {
                 u.push(Some(&writes[i].update));
             }
-            let q = sqlx::query(sql.clone())
+            let q = sqlx::query(sql)
                 .bind(ids)
                 .bind(owners)
                 .bind(tokens)
@@ -515,7 +535,7 @@ impl Store for PgStore {
         now: Timestamp,
     ) -> Result<Vec<WriteOutcome>, StoreError> {
         let plan = rounds(writes.iter().map(|w| &w.task_id));
-        let sql = &self.inner.sql.finish_notifications;
+        let sql = self.inner.writes.finish_notifications;
         let check_due = now.plus(self.inner.policy.run_check_interval).as_micros();
         let due = self.due_table(now);
         self.write_rounds(writes.len(), plan, |round| {
@@ -535,7 +555,7 @@ impl Store for PgStore {
                 runs.push(run);
                 errors.push(error);
             }
-            sqlx::query(sql.clone())
+            sqlx::query(sql)
                 .bind(ids)
                 .bind(owners)
                 .bind(tokens)
@@ -560,7 +580,7 @@ impl Store for PgStore {
         now: Timestamp,
     ) -> Result<Vec<WriteOutcome>, StoreError> {
         let plan = rounds(writes.iter().map(|w| &w.task_id));
-        let sql = &self.inner.sql.finish_cancels;
+        let sql = self.inner.writes.finish_cancels;
         let due = self.due_table(now);
         self.write_rounds(writes.len(), plan, |round| {
             let (ids, owners, tokens) = lease_arrays(
@@ -590,7 +610,7 @@ impl Store for PgStore {
                     }
                 }
             }
-            let q = sqlx::query(sql.clone())
+            let q = sqlx::query(sql)
                 .bind(ids)
                 .bind(owners)
                 .bind(tokens)
@@ -615,9 +635,9 @@ impl Store for PgStore {
     ) -> Result<Vec<WriteOutcome>, StoreError> {
         let plan = rounds(releases.iter().map(|r| &r.task_id));
         let sql = match kind {
-            LeaseKind::Poll => &self.inner.sql.release_poll,
-            LeaseKind::Notify => &self.inner.sql.release_notify,
-            LeaseKind::Cancel => &self.inner.sql.release_cancel,
+            LeaseKind::Poll => self.inner.writes.release_poll,
+            LeaseKind::Notify => self.inner.writes.release_notify,
+            LeaseKind::Cancel => self.inner.writes.release_cancel,
         };
         self.write_rounds(releases.len(), plan, |round| {
             let (ids, owners, tokens) = lease_arrays(
@@ -633,7 +653,7 @@ impl Store for PgStore {
                 .iter()
                 .map(|&i| releases[i].error.as_deref().map(stored_error))
                 .collect();
-            sqlx::query(sql.clone())
+            sqlx::query(sql)
                 .bind(ids)
                 .bind(owners)
                 .bind(tokens)

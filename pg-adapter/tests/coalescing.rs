@@ -14,7 +14,8 @@ use support::t;
 use tasklatch_core::ids::RunId;
 use tasklatch_core::ledger::{LedgerError, MemLedger, RunLedger};
 use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
-use tasklatch_pg::harness::{connect_named, TestDb};
+use tasklatch_pg::connect_named;
+use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::{Coalescing, PgLedger};
 
 fn run_req(key: &str, owner: &str, thread: &str) -> RunRequest {
@@ -78,7 +79,7 @@ async fn race(
     let ledgers = [
         PgLedger::coalescing(db.pool().clone(), Coalescing::default()),
         PgLedger::coalescing(db.pool().clone(), Coalescing::default()),
-        PgLedger::new(db.pool().clone(), None).await.unwrap(),
+        PgLedger::new(db.pool().clone()),
     ];
     let racers: Vec<_> = (0..48)
         .map(|i| {
@@ -234,9 +235,7 @@ async fn coalesced_mixed_batch_answers_as_single_calls_in_order() {
     assert_eq!(transactions(&db).await, 2, "warm-up, then one batch");
 
     let reference_db = TestDb::create().await;
-    let single = PgLedger::new(reference_db.pool().clone(), None)
-        .await
-        .unwrap();
+    let single = PgLedger::new(reference_db.pool().clone());
     let mem = MemLedger::new();
     setup(&single).await;
     setup(&mem).await;
@@ -267,9 +266,7 @@ async fn coalesced_unbatchable_key_gets_its_single_call_answer() {
     let l = PgLedger::coalescing(db.pool().clone(), one_leader());
     threads(&l, &["warm", "t1", "t2"]).await;
     let reference_db = TestDb::create().await;
-    let single = PgLedger::new(reference_db.pool().clone(), None)
-        .await
-        .unwrap();
+    let single = PgLedger::new(reference_db.pool().clone());
     threads(&single, &["warm", "t1", "t2"]).await;
     let reqs = [
         run_req("ok", "alice", "t1"),
@@ -333,7 +330,7 @@ async fn coalesced_run_status_lookups_answer_each_run_and_missing_for_unknown() 
     .map(|r| RunId::from(*r))
     .collect();
     let together = join_all(lookups.iter().map(|r| l.run_status(r))).await;
-    let single = PgLedger::new(db.pool().clone(), None).await.unwrap();
+    let single = PgLedger::new(db.pool().clone());
     let mut one_by_one = Vec::new();
     for r in &lookups {
         one_by_one.push(single.run_status(r).await);

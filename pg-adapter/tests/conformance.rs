@@ -37,7 +37,7 @@ macro_rules! store_suite {
                 #[tokio::test]
                 async fn $name() {
                     let db = tasklatch_pg::harness::TestDb::create().await;
-                    let s = tasklatch_pg::PgStore::new(db.pool().clone(), super::policy(), None);
+                    let s = tasklatch_pg::PgStore::new(db.pool().clone(), super::policy());
                     super::$name(&s).await;
                     db.cleanup().await;
                 }
@@ -63,7 +63,7 @@ macro_rules! ledger_suite {
                 #[tokio::test]
                 async fn $name() {
                     let db = tasklatch_pg::harness::TestDb::create().await;
-                    let l = tasklatch_pg::PgLedger::new(db.pool().clone(), None).await.unwrap();
+                    let l = tasklatch_pg::PgLedger::new(db.pool().clone());
                     super::$name(&l).await;
                     db.cleanup().await;
                 }
@@ -1468,7 +1468,7 @@ async fn ledger_finish_run_and_status<L: RunLedger>(l: &L) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pg_ledger_is_race_safe_across_connections() {
     let db = TestDb::create().await;
-    let l = PgLedger::new(db.pool().clone(), None).await.unwrap();
+    let l = PgLedger::new(db.pool().clone());
     l.create_thread(&"alice".into(), &"t1".into(), t(0))
         .await
         .unwrap();
@@ -1515,7 +1515,7 @@ async fn pg_ledger_is_race_safe_across_connections() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pg_concurrent_claims_never_share_a_row() {
     let db = TestDb::create().await;
-    let s = PgStore::new(db.pool().clone(), policy(), None);
+    let s = PgStore::new(db.pool().clone(), policy());
     for i in 0..200 {
         s.insert_task(submitted(&format!("task-{i:03}"), t(0)))
             .await
@@ -1555,7 +1555,7 @@ async fn pg_concurrent_claims_never_share_a_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pg_poll_and_notify_writes_do_not_clobber_each_other() {
     let db = TestDb::create().await;
-    let s = PgStore::new(db.pool().clone(), policy(), None);
+    let s = PgStore::new(db.pool().clone(), policy());
     for i in 0..50 {
         s.insert_task(submitted(&format!("t{i:02}"), t(0)))
             .await
@@ -1618,7 +1618,7 @@ async fn pg_poll_and_notify_writes_do_not_clobber_each_other() {
 #[tokio::test]
 async fn mem_ledger_and_pg_ledger_agree_on_a_sequential_history() {
     let db = TestDb::create().await;
-    let pg = PgLedger::new(db.pool().clone(), None).await.unwrap();
+    let pg = PgLedger::new(db.pool().clone());
     let mem = MemLedger::new();
     for (i, (key, thread)) in [
         ("a", "t1"),

@@ -955,7 +955,7 @@ fn memstore_and_pgstore_agree_on_random_histories() {
         .build()
         .expect("runtime");
     let db = rt.block_on(TestDb::create());
-    let pg = PgStore::new(db.pool().clone(), policy(), None);
+    let pg = PgStore::new(db.pool().clone(), policy());
     let cases = std::env::var("TASKLATCH_DIFF_CASES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -20,7 +20,7 @@ async fn forced_throwaway_cluster_serves_test_databases() {
     assert!(!server.admin_url.contains(":5432/"), "{}", server.admin_url);
     let db = TestDb::create().await;
     assert_eq!(db.source(), ServerSource::Throwaway);
-    let store = PgStore::new(db.pool().clone(), Policy::default(), None);
+    let store = PgStore::new(db.pool().clone(), Policy::default());
     let now = Timestamp::from_micros(1_000_000);
     let identity = tasklatch_core::task::Identity {
         task_id: "a".into(),

@@ -1,5 +1,5 @@
 //! The planted bugs that live in SQL (`Mutant::lives_in_sql`): with the `mutations` feature,
-//! `PgStore::new(…, Some(m))` and `PgLedger::new(…, Some(m))` run the SQL variant, which
+//! `PgStore::with_mutant(…, Some(m))` and `PgLedger::with_mutant(…, Some(m))` run the SQL variant, which
 //! behaves exactly like `MemStore`/`MemLedger` with the same mutant switched on — and differs
 //! from the correct store. Run with `cargo test -p tasklatch-pg --features mutations`.
 #![cfg(feature = "mutations")]
@@ -59,7 +59,7 @@ async fn sql_mutants_match_the_model_and_break_the_guard() {
         Mutant::PollAppliedAfterCancel,
     ] {
         let db = TestDb::create().await;
-        let pg = PgStore::new(db.pool().clone(), policy(), Some(m));
+        let pg = PgStore::with_mutant(db.pool().clone(), policy(), Some(m));
         assert_eq!(pg.mutant(), Some(m));
         let mutated_pg = scenario(&pg, m).await;
         let mutated_mem = {
@@ -86,7 +86,7 @@ async fn sql_mutants_match_the_model_and_break_the_guard() {
 #[tokio::test]
 async fn other_mutants_are_ignored_by_the_store() {
     let db = TestDb::create().await;
-    let pg = PgStore::new(
+    let pg = PgStore::with_mutant(
         db.pool().clone(),
         policy(),
         Some(Mutant::FingerprintCheckSkipped),
@@ -104,7 +104,7 @@ async fn ledger_uniqueness_dropped_creates_a_second_run_for_a_known_key() {
         prompt: "p".into(),
     };
     let db = TestDb::create().await;
-    let pg = PgLedger::new(db.pool().clone(), Some(Mutant::LedgerUniquenessDropped))
+    let pg = PgLedger::with_mutant(db.pool().clone(), Some(Mutant::LedgerUniquenessDropped))
         .await
         .unwrap();
     let mem = MemLedger::new();

@@ -10,6 +10,7 @@ use crate::ledger_call::{dispatch_ledger, LedgerAnswer, LedgerCall};
 use crate::wire::db::{dispatch, StoreRequest, StoreResponse};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::Executor;
+use sqlx::PgPool;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -66,15 +67,8 @@ impl PgGateway {
                             .map_err(|e| {
                                 format!("cannot connect to the simulation database: {e}")
                             })?;
-                        let ledger = PgLedger::new(pool.clone(), mutant)
-                            .await
-                            .map_err(|e| e.to_string())?;
-                        Ok::<_, String>((
-                            db,
-                            PgStore::new(pool.clone(), policy, mutant),
-                            ledger,
-                            pool,
-                        ))
+                        let (store, ledger) = open(&pool, policy, mutant).await?;
+                        Ok::<_, String>((db, store, ledger, pool))
                     };
                     let (db, store, ledger, pool) = match setup.await {
                         Ok(parts) => {
@@ -153,4 +147,30 @@ impl Drop for PgGateway {
             let _ = t.join();
         }
     }
+}
+
+/// The store and the ledger over `pool`, with the SQL variant of `mutant` switched on.
+#[cfg(feature = "mutations")]
+async fn open(
+    pool: &PgPool,
+    policy: Policy,
+    mutant: Option<Mutant>,
+) -> Result<(PgStore, PgLedger), String> {
+    let ledger = PgLedger::with_mutant(pool.clone(), mutant)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((PgStore::with_mutant(pool.clone(), policy, mutant), ledger))
+}
+
+/// The store and the ledger over `pool` (planted bugs exist only with the `mutations` feature).
+#[cfg(not(feature = "mutations"))]
+async fn open(
+    pool: &PgPool,
+    policy: Policy,
+    _mutant: Option<Mutant>,
+) -> Result<(PgStore, PgLedger), String> {
+    Ok((
+        PgStore::new(pool.clone(), policy),
+        PgLedger::new(pool.clone()),
+    ))
 }

@@ -1,10 +1,10 @@
 //! `tasklatch bench`: end-to-end throughput against the SQL floor, claim latency at a million
-//! rows, throughput under an old snapshot; the library is `tasklatch_pg::bench`.
+//! rows, throughput under an old snapshot; the library is `tasklatch_load::bench`.
 
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tasklatch_pg::bench::{run, BenchConfig};
+use tasklatch_load::bench::{run, BenchConfig};
 
 /// Arguments of `tasklatch bench`.
 #[derive(Args)]

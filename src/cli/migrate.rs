@@ -17,7 +17,7 @@ pub fn run_cli(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let pool = tasklatch_pg::harness::connect(&args.database_url, 1).await?;
+        let pool = tasklatch_pg::connect(&args.database_url, 1).await?;
         tasklatch_pg::migrate(&pool).await?;
         let applied = tasklatch_pg::MIGRATOR.iter().count();
         println!("migrated: {applied} migrations applied or already present");

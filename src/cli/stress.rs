@@ -1,10 +1,10 @@
 //! `tasklatch stress`: W engines against one Postgres, with fault-injecting doubles and
-//! optional chaos; the library is `tasklatch_pg::stress`.
+//! optional chaos; the library is `tasklatch_load::stress`.
 
 use clap::Args;
 use std::process::ExitCode;
 use std::time::Duration;
-use tasklatch_pg::stress::{run, StressConfig};
+use tasklatch_load::stress::{run, StressConfig};
 
 /// Arguments of `tasklatch stress`.
 #[derive(Args)]

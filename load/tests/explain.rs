@@ -7,7 +7,7 @@ use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::policy::Policy;
 use tasklatch_core::store::{ClaimRequest, Store};
 use tasklatch_core::time::Timestamp;
-use tasklatch_pg::bulk::{insert_rows, Mix};
+use tasklatch_load::bulk::{insert_rows, Mix};
 use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::{claim_candidate_queries, PgStore};
 
@@ -72,7 +72,7 @@ async fn every_claim_uses_its_index_at_one_million_rows() {
     }
     drop(conn);
     // The whole claim statements, executed: each returns its batch, fast.
-    let store = PgStore::new(db.pool().clone(), Policy::default(), None);
+    let store = PgStore::new(db.pool().clone(), Policy::default());
     for kind in LeaseKind::ALL {
         let t0 = Instant::now();
         let claimed = store

@@ -1,24 +1,20 @@
 //! The gateway double: the real [`PgLedger`] (coalescing, unless a planted bug is on) behind
-//! `LedgerLauncher`, wrapped with fault injection, and a simulated agent runtime that finishes
-//! the runs.
+//! `LedgerLauncher`, wrapped with fault injection.
 //!
 //! Faults: launch errors before the run is created and — the nasty one — after it was created
-//! (the engine must retry the same key and get the same run); failed run lookups; runs that
-//! take long, fail, time out or are interrupted. 409s come from real contention (several tasks
-//! per thread), 404s from threads deleted while the test runs.
+//! (the engine must retry the same key and get the same run); failed run lookups. 409s come
+//! from real contention (several tasks per thread), 404s from threads deleted while the test
+//! runs. The runs themselves are ended by [`super::runtime::AgentRuntime`].
 
-use super::clock::ScaledClock;
-use crate::PgLedger;
+use crate::clock::ScaledClock;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tasklatch_core::ids::{RunId, ThreadId};
 use tasklatch_core::ledger::LedgerLauncher;
-use tasklatch_core::ports::{Clock, LaunchOutcome, Launcher, RunRequest, RunStatus};
-use tasklatch_core::time::Timestamp;
+use tasklatch_core::ports::{LaunchOutcome, Launcher, RunRequest, RunStatus};
+use tasklatch_pg::PgLedger;
 
 /// How often each launcher fault strikes.
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +91,25 @@ impl FaultyLauncher {
         &self.inner.counters
     }
 
+    /// The counters as one line of `name=value` pairs.
+    pub fn summary(&self) -> String {
+        let c = &self.inner.counters;
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            "requests={} started={} busy409={} gone404={} injected_before={} injected_after={} \
+             ledger_errors={} lookups={} lookup_failures={}",
+            n(&c.requests),
+            n(&c.started),
+            n(&c.busy),
+            n(&c.gone),
+            n(&c.failed_before),
+            n(&c.failed_after),
+            n(&c.ledger_errors),
+            n(&c.lookups),
+            n(&c.lookup_failures),
+        )
+    }
+
     fn roll(&self, p: f64) -> bool {
         p > 0.0
             && self
@@ -139,110 +154,5 @@ impl Launcher for FaultyLauncher {
             return Err("injected: run lookup failed".into());
         }
         self.inner.launcher.run_status(thread, run).await
-    }
-}
-
-/// How the simulated agent runtime ends runs.
-#[derive(Clone, Copy, Debug)]
-pub struct RuntimeFaults {
-    /// Runs that end with an error.
-    pub error: f64,
-    /// Runs that time out.
-    pub timeout: f64,
-    /// Runs that are interrupted.
-    pub interrupted: f64,
-    /// Runs that take long ([`RuntimeFaults::slow_secs`] instead of [`RuntimeFaults::run_secs`]).
-    pub slow: f64,
-    /// How long a run takes, in virtual seconds (inclusive range).
-    pub run_secs: (u64, u64),
-    /// How long a slow run takes, in virtual seconds (inclusive range).
-    pub slow_secs: (u64, u64),
-}
-
-impl Default for RuntimeFaults {
-    fn default() -> Self {
-        RuntimeFaults {
-            error: 0.01,
-            timeout: 0.005,
-            interrupted: 0.005,
-            slow: 0.05,
-            run_secs: (1, 8),
-            slow_secs: (20, 60),
-        }
-    }
-}
-
-/// The simulated agent runtime: picks up every active run from the ledger (its source of
-/// truth, so runs created by a launch whose caller was aborted are finished too) and ends it
-/// after a while with a seeded outcome.
-pub struct AgentRuntime {
-    ledger: PgLedger,
-    clock: ScaledClock,
-    faults: RuntimeFaults,
-    rng: ChaCha8Rng,
-    scheduled: HashMap<RunId, (Timestamp, RunStatus)>,
-    /// Runs ended so far, per status.
-    pub ended: HashMap<RunStatus, u64>,
-}
-
-impl AgentRuntime {
-    /// A runtime over `ledger`.
-    pub fn new(ledger: PgLedger, clock: ScaledClock, faults: RuntimeFaults, seed: u64) -> Self {
-        AgentRuntime {
-            ledger,
-            clock,
-            faults,
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0xa9e47),
-            scheduled: HashMap::new(),
-            ended: HashMap::new(),
-        }
-    }
-
-    /// One pass: schedule new runs, end the due ones. Errors (a killed connection) are left
-    /// for the next pass.
-    pub async fn tick(&mut self) {
-        let Ok(active) = self.ledger.active_runs(10_000).await else {
-            return;
-        };
-        let f = self.faults;
-        for (run, created) in active {
-            if self.scheduled.contains_key(&run) {
-                continue;
-            }
-            let (lo, hi) = if f.slow > 0.0 && self.rng.random_bool(f.slow.min(1.0)) {
-                f.slow_secs
-            } else {
-                f.run_secs
-            };
-            let secs = self.rng.random_range(lo..=hi.max(lo));
-            let roll: f64 = self.rng.random();
-            let status = if roll < f.error {
-                RunStatus::Error
-            } else if roll < f.error + f.timeout {
-                RunStatus::Timeout
-            } else if roll < f.error + f.timeout + f.interrupted {
-                RunStatus::Interrupted
-            } else {
-                RunStatus::Success
-            };
-            self.scheduled
-                .insert(run, (created.plus(Duration::from_secs(secs)), status));
-        }
-        let now = self.clock.now();
-        let due: Vec<(RunId, RunStatus)> = self
-            .scheduled
-            .iter()
-            .filter(|(_, (at, _))| *at <= now)
-            .map(|(r, (_, s))| (r.clone(), *s))
-            .collect();
-        if due.is_empty() {
-            return;
-        }
-        if self.ledger.finish_runs(&due, now).await.is_ok() {
-            for (run, status) in due {
-                self.scheduled.remove(&run);
-                *self.ended.entry(status).or_insert(0) += 1;
-            }
-        }
     }
 }

@@ -2,7 +2,7 @@
 //! killed, 409/404/launch errors/slow and failed runs — and nothing lost, duplicated or
 //! unexpected, judged from the doubles' records.
 
-use tasklatch_pg::stress::{run, StressConfig};
+use tasklatch_load::stress::{run, StressConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_stress_with_chaos_loses_and_duplicates_nothing() {

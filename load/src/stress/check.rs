@@ -16,7 +16,7 @@
 //! - **lost**: submitted tasks whose final remote state (the token of their terminal stage) is
 //!   in no successful run's prompt, unless their thread was deleted.
 
-use super::driver::{tokens, RemoteKey, RemoteRecord};
+use crate::doubles::driver::{tokens, RemoteKey, RemoteRecord};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use tasklatch_core::ids::{TaskId, ThreadId};
 use tasklatch_core::ledger::RunRecord;
@@ -60,88 +60,88 @@ fn parse_key(key: &str) -> Option<(TaskId, u64)> {
     Some((TaskId(task.to_owned()), version))
 }
 
-/// Checks the records (see the module documentation).
-pub fn check(
-    submitted: &[SubmittedTask],
-    remote: &[RemoteRecord],
-    runs: &[RunRecord],
-    deleted: &HashSet<ThreadId>,
-) -> Verdict {
-    let mut v = Verdict::default();
-    let by_task: HashMap<&TaskId, &SubmittedTask> =
-        submitted.iter().map(|s| (&s.task_id, s)).collect();
-    let by_key: HashMap<RemoteKey, &RemoteRecord> = remote.iter().map(|r| (r.key, r)).collect();
-    let example = |v: &mut Verdict, s: String| {
-        if v.examples.len() < 20 {
-            v.examples.push(s);
+/// Examples kept in a verdict, at most.
+const MAX_EXAMPLES: usize = 20;
+
+/// Lost tasks named among the examples, at most.
+const MAX_LOST_EXAMPLES: usize = 5;
+
+impl Verdict {
+    fn example(&mut self, s: String) {
+        if self.examples.len() < MAX_EXAMPLES {
+            self.examples.push(s);
         }
+    }
+}
+
+/// The submitted tasks by local id, the remote records by key.
+type ByTask<'a> = HashMap<&'a TaskId, &'a SubmittedTask>;
+type ByKey<'a> = HashMap<RemoteKey, &'a RemoteRecord>;
+
+/// What a run delivers: the task, its event version, and the state tokens (key, stage) its
+/// prompt describes.
+struct Described {
+    task: TaskId,
+    version: u64,
+    tokens: Vec<(RemoteKey, u32)>,
+}
+
+/// What a run delivers — or, for a run that describes something that never existed, why.
+fn describes(
+    run: &RunRecord,
+    by_task: &ByTask<'_>,
+    by_key: &ByKey<'_>,
+) -> Result<Described, String> {
+    let Some((task, version)) = parse_key(&run.key) else {
+        return Err(format!("unexpected: {} has a malformed key", run.run_id));
     };
-    let mut successes: BTreeMap<(TaskId, u64), u64> = BTreeMap::new();
-    let mut delivered_tokens: HashSet<(RemoteKey, u32)> = HashSet::new();
-    for run in runs {
-        let Some((task, version)) = parse_key(&run.key) else {
-            v.unexpected += 1;
-            example(
-                &mut v,
-                format!("unexpected: {} has a malformed key", run.run_id),
-            );
-            continue;
-        };
-        let Some(sub) = by_task.get(&task) else {
-            v.unexpected += 1;
-            example(
-                &mut v,
-                format!("unexpected: {} names unknown task {task}", run.run_id),
-            );
-            continue;
-        };
-        if run.thread != sub.thread {
-            v.unexpected += 1;
-            example(
-                &mut v,
-                format!("unexpected: {} runs on a foreign thread", run.run_id),
-            );
-            continue;
-        }
-        let found = tokens(&run.prompt);
-        let served = by_key.get(&sub.key);
-        let all_served = !found.is_empty()
-            && found.iter().all(|(key, stage)| {
-                *key == sub.key
-                    && served
-                        .and_then(|r| r.served.get(stage))
-                        .is_some_and(|first| *first <= run.created_at)
-            });
-        if !all_served {
-            v.unexpected += 1;
-            example(
-                &mut v,
-                format!(
-                    "unexpected: {} for {task} v{version} describes {found:?}, never served before it",
-                    run.run_id
-                ),
-            );
-            continue;
-        }
-        if run.status == RunStatus::Success {
-            *successes.entry((task, version)).or_insert(0) += 1;
-            delivered_tokens.extend(found);
-        }
+    let Some(sub) = by_task.get(&task) else {
+        return Err(format!(
+            "unexpected: {} names unknown task {task}",
+            run.run_id
+        ));
+    };
+    if run.thread != sub.thread {
+        return Err(format!(
+            "unexpected: {} runs on a foreign thread",
+            run.run_id
+        ));
     }
-    for ((task, version), n) in &successes {
-        if *n > 1 {
-            v.duplicated += n - 1;
-            example(
-                &mut v,
-                format!("duplicated: {task} v{version} delivered {n} times"),
-            );
-        }
+    let found = tokens(&run.prompt);
+    let served = by_key.get(&sub.key);
+    let all_served = !found.is_empty()
+        && found.iter().all(|(key, stage)| {
+            *key == sub.key
+                && served
+                    .and_then(|r| r.served.get(stage))
+                    .is_some_and(|first| *first <= run.created_at)
+        });
+    if !all_served {
+        return Err(format!(
+            "unexpected: {} for {task} v{version} describes {found:?}, never served before it",
+            run.run_id
+        ));
     }
-    v.delivered = successes.len() as u64;
+    Ok(Described {
+        task,
+        version,
+        tokens: found,
+    })
+}
+
+/// The tasks whose final state no successful run delivered (threads not deleted); counts the
+/// exempt ones in `exempt`.
+fn lost(
+    submitted: &[SubmittedTask],
+    by_key: &ByKey<'_>,
+    delivered_tokens: &HashSet<(RemoteKey, u32)>,
+    deleted: &HashSet<ThreadId>,
+    exempt: &mut u64,
+) -> BTreeSet<TaskId> {
     let mut lost_tasks = BTreeSet::new();
     for sub in submitted {
         if deleted.contains(&sub.thread) {
-            v.exempt += 1;
+            *exempt += 1;
             continue;
         }
         let Some(record) = by_key.get(&sub.key) else {
@@ -152,12 +152,52 @@ pub fn check(
             lost_tasks.insert(sub.task_id.clone());
         }
     }
+    lost_tasks
+}
+
+/// Checks the records (see the module documentation).
+pub fn check(
+    submitted: &[SubmittedTask],
+    remote: &[RemoteRecord],
+    runs: &[RunRecord],
+    deleted: &HashSet<ThreadId>,
+) -> Verdict {
+    let mut v = Verdict::default();
+    let by_task: ByTask<'_> = submitted.iter().map(|s| (&s.task_id, s)).collect();
+    let by_key: ByKey<'_> = remote.iter().map(|r| (r.key, r)).collect();
+    let mut successes: BTreeMap<(TaskId, u64), u64> = BTreeMap::new();
+    let mut delivered_tokens: HashSet<(RemoteKey, u32)> = HashSet::new();
+    for run in runs {
+        match describes(run, &by_task, &by_key) {
+            Err(why) => {
+                v.unexpected += 1;
+                v.example(why);
+            }
+            Ok(d) => {
+                if run.status == RunStatus::Success {
+                    *successes.entry((d.task, d.version)).or_insert(0) += 1;
+                    delivered_tokens.extend(d.tokens);
+                }
+            }
+        }
+    }
+    for ((task, version), n) in &successes {
+        if *n > 1 {
+            v.duplicated += n - 1;
+            v.example(format!("duplicated: {task} v{version} delivered {n} times"));
+        }
+    }
+    v.delivered = successes.len() as u64;
+    let lost_tasks = lost(
+        submitted,
+        &by_key,
+        &delivered_tokens,
+        deleted,
+        &mut v.exempt,
+    );
     v.lost = lost_tasks.len() as u64;
-    for t in lost_tasks.iter().take(5) {
-        example(
-            &mut v,
-            format!("lost: the final state of {t} was never delivered"),
-        );
+    for t in lost_tasks.iter().take(MAX_LOST_EXAMPLES) {
+        v.example(format!("lost: the final state of {t} was never delivered"));
     }
     v
 }

@@ -6,7 +6,7 @@
 //! and the stage it was in, so a run's prompt can be traced back to the states the driver really
 //! served (the checker's "unexpected" and "lost").
 
-use super::clock::ScaledClock;
+use crate::clock::ScaledClock;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, HashMap};

@@ -1,0 +1,47 @@
+-- PLANTED BUG LeaseExpiryNotChecked (feature `mutations` only): store/release_poll.sql, except
+-- that the lease guard ignores the lease's expiry. Two lines are missing, nothing else differs
+-- (checked by a test in sql.rs).
+WITH batch AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[])
+        WITH ORDINALITY AS batch(id, lease_owner, lease_token, retry_at, error, ord)
+),
+-- The batch's rows, locked in id order (concurrent batches cannot deadlock).
+locked AS MATERIALIZED (
+    SELECT * FROM tasks WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
+),
+-- Each release with its refusal, in the order of the core guard.
+checked AS (
+    SELECT batch.*,
+        CASE
+            WHEN locked.id IS NULL THEN 'no_such_task'
+            WHEN locked.poll_lease_owner IS NULL
+              OR locked.poll_lease_owner <> batch.lease_owner
+              OR locked.poll_lease_token <> batch.lease_token
+            THEN 'lease_not_held'
+            ELSE NULL
+        END AS refusal
+    FROM batch LEFT JOIN locked ON locked.id = batch.id
+),
+updated AS (
+    UPDATE tasks AS task SET
+        poll_lease_owner = NULL,
+        poll_lease_token = NULL,
+        poll_lease_expires_at = NULL,
+        -- a terminal task is not polled again
+        poll_next_at = CASE
+            WHEN task.remote_status IN ('completed', 'failed', 'cancelled') THEN task.poll_next_at
+            ELSE checked.retry_at END
+    FROM checked
+    WHERE task.id = checked.id
+      AND checked.refusal IS NULL
+      -- the lease guard again, on the row being updated
+      AND task.poll_lease_owner = checked.lease_owner
+      AND task.poll_lease_token = checked.lease_token
+    RETURNING checked.ord, task.event_version, task.notified_version, task.notify_status,
+        task.fingerprint, NULL::text AS recorded
+)
+SELECT checked.ord, checked.refusal, updated.ord IS NOT NULL AS written,
+    updated.event_version, updated.notified_version, updated.notify_status,
+    updated.fingerprint, updated.recorded
+FROM checked LEFT JOIN updated ON updated.ord = checked.ord
+ORDER BY checked.ord

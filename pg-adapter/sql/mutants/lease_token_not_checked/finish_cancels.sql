@@ -1,0 +1,172 @@
+-- PLANTED BUG LeaseTokenNotChecked (feature `mutations` only): store/finish_cancels.sql, except
+-- that the lease guard compares the owner only, not the claim's token. Two lines are missing,
+-- nothing else differs (checked by a test in sql.rs).
+WITH batch AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[],
+        $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[],
+        $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[]
+    ) WITH ORDINALITY AS batch(
+        id, lease_owner, lease_token, action, remote_status, remote_result,
+        remote_result_truncated, remote_artifact, remote_error, remote_input_request,
+        remote_updated_at, remote_observed_at, next_poll_at, consecutive_errors,
+        error_class, error_message, new_event, new_fingerprint, cancel_error, ord
+    )
+),
+-- The batch's rows, locked in id order (concurrent batches cannot deadlock).
+locked AS MATERIALIZED (
+    SELECT * FROM tasks WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
+),
+-- Each write with its refusal, in the order of the core guard, whether its snapshot applies, and
+-- what record_event does to the locked row when it does.
+checked AS (
+    SELECT batch.*,
+        CASE
+            WHEN locked.id IS NULL THEN 'no_such_task'
+            WHEN locked.cancel_lease_owner IS NULL
+              OR locked.cancel_lease_owner <> batch.lease_owner
+            THEN 'lease_not_held'
+            WHEN locked.cancel_lease_expires_at <= $20 THEN 'lease_expired'
+            ELSE NULL
+        END AS refusal,
+        -- a finished cancel of a task that is not terminal yet: its snapshot applies
+        (batch.action = 'finished'
+            AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
+            AS snapshot_applies,
+        -- no event any more: the fingerprint is retired
+        (batch.action = 'finished'
+            AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
+            AND batch.new_fingerprint IS NULL AS event_cleared,
+        -- a new fingerprint: a new version
+        (batch.action = 'finished'
+            AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
+            AND batch.new_fingerprint IS NOT NULL
+            AND locked.fingerprint IS DISTINCT FROM batch.new_fingerprint AS event_changed,
+        -- cleared while undelivered work waits and nothing is in flight: settle it, unsent
+        (batch.action = 'finished'
+            AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
+            AND batch.new_fingerprint IS NULL
+            AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry')
+            AND locked.event_version > locked.notified_version AS undelivered_dropped,
+        -- a new version while nothing is in flight: the channel (re)opens
+        (batch.action = 'finished'
+            AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
+            AND batch.new_fingerprint IS NOT NULL
+            AND locked.fingerprint IS DISTINCT FROM batch.new_fingerprint
+            AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry') AS channel_reopened
+    FROM batch LEFT JOIN locked ON locked.id = batch.id
+),
+updated AS (
+    UPDATE tasks AS task SET
+        -- cancel::apply: the cancel work
+        cancel_lease_owner = NULL,
+        cancel_lease_token = NULL,
+        cancel_lease_expires_at = NULL,
+        cancel_status = CASE checked.action
+            WHEN 'finished' THEN 'done'
+            WHEN 'budget' THEN 'dead_letter'
+            ELSE task.cancel_status END,
+        cancel_due_at = CASE checked.action
+            WHEN 'finished' THEN NULL
+            WHEN 'budget' THEN NULL
+            WHEN 'failed' THEN ($21::bigint[])[LEAST(task.cancel_failures + 1, 17) + 1]
+            ELSE task.cancel_due_at END,
+        cancel_failures = CASE
+            WHEN checked.action = 'failed' THEN task.cancel_failures + 1
+            ELSE task.cancel_failures END,
+        cancel_last_error = CASE
+            WHEN checked.action = 'failed' THEN checked.cancel_error
+            ELSE task.cancel_last_error END,
+        -- the terminal snapshot, when it applies
+        remote_status = CASE
+            WHEN checked.snapshot_applies THEN checked.remote_status
+            ELSE task.remote_status END,
+        remote_result = CASE
+            WHEN checked.snapshot_applies THEN checked.remote_result
+            ELSE task.remote_result END,
+        remote_result_truncated = CASE
+            WHEN checked.snapshot_applies THEN checked.remote_result_truncated
+            ELSE task.remote_result_truncated END,
+        remote_artifact = CASE
+            WHEN checked.snapshot_applies THEN checked.remote_artifact
+            ELSE task.remote_artifact END,
+        remote_error = CASE
+            WHEN checked.snapshot_applies THEN checked.remote_error
+            ELSE task.remote_error END,
+        remote_input_request = CASE
+            WHEN checked.snapshot_applies THEN checked.remote_input_request
+            ELSE task.remote_input_request END,
+        remote_updated_at = CASE
+            WHEN checked.snapshot_applies THEN checked.remote_updated_at
+            ELSE task.remote_updated_at END,
+        remote_observed_at = CASE
+            WHEN checked.snapshot_applies THEN checked.remote_observed_at
+            ELSE task.remote_observed_at END,
+        poll_next_at = CASE
+            WHEN checked.snapshot_applies THEN checked.next_poll_at
+            ELSE task.poll_next_at END,
+        poll_consecutive_errors = CASE
+            WHEN checked.snapshot_applies THEN checked.consecutive_errors
+            ELSE task.poll_consecutive_errors END,
+        poll_error_class = CASE
+            WHEN checked.snapshot_applies THEN checked.error_class
+            ELSE task.poll_error_class END,
+        poll_error_message = CASE
+            WHEN checked.snapshot_applies THEN checked.error_message
+            ELSE task.poll_error_message END,
+        -- outbox::record_event, when the snapshot applies (the flags are false otherwise)
+        event_version = CASE
+            WHEN checked.event_changed THEN task.event_version + 1
+            ELSE task.event_version END,
+        fingerprint = CASE
+            WHEN checked.event_cleared THEN NULL
+            WHEN checked.event_changed THEN checked.new_fingerprint
+            ELSE task.fingerprint END,
+        event = CASE
+            WHEN checked.event_cleared THEN NULL
+            WHEN checked.event_changed THEN checked.new_event
+            ELSE task.event END,
+        notified_version = CASE
+            WHEN checked.undelivered_dropped THEN task.event_version
+            ELSE task.notified_version END,
+        dispatch_event = CASE
+            WHEN checked.undelivered_dropped OR checked.channel_reopened THEN NULL
+            ELSE task.dispatch_event END,
+        run_id = CASE
+            WHEN checked.undelivered_dropped OR checked.channel_reopened THEN NULL
+            ELSE task.run_id END,
+        notify_status = CASE
+            WHEN checked.channel_reopened THEN 'pending'
+            WHEN checked.undelivered_dropped AND task.notify_status = 'pending' THEN 'none'
+            ELSE task.notify_status END,
+        notify_due_at = CASE WHEN checked.channel_reopened THEN $20 ELSE task.notify_due_at END,
+        dispatch_attempt = CASE
+            WHEN checked.channel_reopened THEN 0
+            ELSE task.dispatch_attempt END,
+        notify_failures = CASE
+            WHEN checked.channel_reopened THEN 0
+            ELSE task.notify_failures END,
+        notify_last_error = CASE
+            WHEN checked.channel_reopened THEN NULL
+            ELSE task.notify_last_error END
+    FROM checked
+    WHERE task.id = checked.id
+      AND checked.refusal IS NULL
+      -- the guard again, on the row being updated
+      AND task.cancel_lease_owner = checked.lease_owner
+      AND task.cancel_lease_expires_at > $20
+    RETURNING checked.ord, task.event_version, task.notified_version, task.notify_status,
+        task.fingerprint,
+        CASE WHEN NOT checked.snapshot_applies THEN NULL ELSE
+            CASE
+                WHEN checked.event_cleared THEN 'cleared'
+                WHEN checked.event_changed THEN 'new'
+                ELSE 'unchanged'
+            END
+        END AS recorded
+)
+SELECT checked.ord, checked.refusal, updated.ord IS NOT NULL AS written,
+    updated.event_version, updated.notified_version, updated.notify_status,
+    updated.fingerprint, updated.recorded
+FROM checked LEFT JOIN updated ON updated.ord = checked.ord
+ORDER BY checked.ord

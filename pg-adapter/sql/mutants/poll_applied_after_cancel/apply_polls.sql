@@ -1,0 +1,122 @@
+-- PLANTED BUG PollAppliedAfterCancel (feature `mutations` only): store/apply_polls.sql, except
+-- that a poll result is applied even after a cancel request. Two lines are missing, nothing else
+-- differs (checked by a test in sql.rs).
+WITH batch AS (
+    SELECT * FROM unnest(
+        $1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[],
+        $7::bool[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[],
+        $13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[]
+    ) WITH ORDINALITY AS batch(
+        id, lease_owner, lease_token, completed_at, remote_status, remote_result,
+        remote_result_truncated, remote_artifact, remote_error, remote_input_request,
+        remote_updated_at, remote_observed_at, next_poll_at, consecutive_errors,
+        error_class, error_message, new_event, new_fingerprint, ord
+    )
+),
+-- The batch's rows, locked in id order (concurrent batches cannot deadlock).
+locked AS MATERIALIZED (
+    SELECT * FROM tasks WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
+),
+-- Each write with its refusal, in the order of the core guard, and what record_event does to
+-- the locked row.
+checked AS (
+    SELECT batch.*,
+        CASE
+            WHEN locked.id IS NULL THEN 'no_such_task'
+            WHEN locked.poll_lease_owner IS NULL
+              OR locked.poll_lease_owner <> batch.lease_owner
+              OR locked.poll_lease_token <> batch.lease_token
+            THEN 'lease_not_held'
+            WHEN locked.poll_lease_expires_at <= batch.completed_at THEN 'lease_expired'
+            WHEN locked.remote_status IN ('completed', 'failed', 'cancelled') THEN 'terminal'
+            ELSE NULL
+        END AS refusal,
+        -- no event any more: the fingerprint is retired
+        batch.new_fingerprint IS NULL AS event_cleared,
+        -- a new fingerprint: a new version
+        batch.new_fingerprint IS NOT NULL
+            AND locked.fingerprint IS DISTINCT FROM batch.new_fingerprint AS event_changed,
+        -- cleared while undelivered work waits and nothing is in flight: settle it, unsent
+        batch.new_fingerprint IS NULL
+            AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry')
+            AND locked.event_version > locked.notified_version AS undelivered_dropped,
+        -- a new version while nothing is in flight: the channel (re)opens
+        batch.new_fingerprint IS NOT NULL
+            AND locked.fingerprint IS DISTINCT FROM batch.new_fingerprint
+            AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry') AS channel_reopened
+    FROM batch LEFT JOIN locked ON locked.id = batch.id
+),
+updated AS (
+    UPDATE tasks AS task SET
+        -- poll::apply: the remote state, the schedule, the lease released
+        remote_status = checked.remote_status,
+        remote_result = checked.remote_result,
+        remote_result_truncated = checked.remote_result_truncated,
+        remote_artifact = checked.remote_artifact,
+        remote_error = checked.remote_error,
+        remote_input_request = checked.remote_input_request,
+        remote_updated_at = checked.remote_updated_at,
+        remote_observed_at = checked.remote_observed_at,
+        poll_next_at = checked.next_poll_at,
+        poll_consecutive_errors = checked.consecutive_errors,
+        poll_error_class = checked.error_class,
+        poll_error_message = checked.error_message,
+        poll_lease_owner = NULL,
+        poll_lease_token = NULL,
+        poll_lease_expires_at = NULL,
+        -- outbox::record_event
+        event_version = CASE
+            WHEN checked.event_changed THEN task.event_version + 1
+            ELSE task.event_version END,
+        fingerprint = CASE
+            WHEN checked.event_cleared THEN NULL
+            WHEN checked.event_changed THEN checked.new_fingerprint
+            ELSE task.fingerprint END,
+        event = CASE
+            WHEN checked.event_cleared THEN NULL
+            WHEN checked.event_changed THEN checked.new_event
+            ELSE task.event END,
+        notified_version = CASE
+            WHEN checked.undelivered_dropped THEN task.event_version
+            ELSE task.notified_version END,
+        dispatch_event = CASE
+            WHEN checked.undelivered_dropped OR checked.channel_reopened THEN NULL
+            ELSE task.dispatch_event END,
+        run_id = CASE
+            WHEN checked.undelivered_dropped OR checked.channel_reopened THEN NULL
+            ELSE task.run_id END,
+        notify_status = CASE
+            WHEN checked.channel_reopened THEN 'pending'
+            WHEN checked.undelivered_dropped AND task.notify_status = 'pending' THEN 'none'
+            ELSE task.notify_status END,
+        notify_due_at = CASE WHEN checked.channel_reopened THEN $19 ELSE task.notify_due_at END,
+        dispatch_attempt = CASE
+            WHEN checked.channel_reopened THEN 0
+            ELSE task.dispatch_attempt END,
+        notify_failures = CASE
+            WHEN checked.channel_reopened THEN 0
+            ELSE task.notify_failures END,
+        notify_last_error = CASE
+            WHEN checked.channel_reopened THEN NULL
+            ELSE task.notify_last_error END
+    FROM checked
+    WHERE task.id = checked.id
+      AND checked.refusal IS NULL
+      -- the guard again, on the row being updated
+      AND task.poll_lease_owner = checked.lease_owner
+      AND task.poll_lease_token = checked.lease_token
+      AND task.poll_lease_expires_at > checked.completed_at
+      AND task.remote_status NOT IN ('completed', 'failed', 'cancelled')
+    RETURNING checked.ord, task.event_version, task.notified_version, task.notify_status,
+        task.fingerprint,
+        CASE
+            WHEN checked.event_cleared THEN 'cleared'
+            WHEN checked.event_changed THEN 'new'
+            ELSE 'unchanged'
+        END AS recorded
+)
+SELECT checked.ord, checked.refusal, updated.ord IS NOT NULL AS written,
+    updated.event_version, updated.notified_version, updated.notify_status,
+    updated.fingerprint, updated.recorded
+FROM checked LEFT JOIN updated ON updated.ord = checked.ord
+ORDER BY checked.ord

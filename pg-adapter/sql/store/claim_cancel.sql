@@ -1,0 +1,37 @@
+-- Claims due cancel work (the rows of cancel_candidates.sql; rows another transaction holds
+-- locked are skipped): each gets a fresh cancel lease — owner $3, token = its claim counter + 1,
+-- expiry $4 — and is returned whole, in (due, id) order.
+-- $1 now, $2 limit, $3 worker, $4 lease expiry.
+WITH picked AS (
+    SELECT id FROM tasks
+    WHERE cancel_status = 'requested'
+      AND cancel_due_at <= $1
+      AND (cancel_lease_expires_at IS NULL OR cancel_lease_expires_at <= $1)
+    ORDER BY cancel_due_at, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE tasks AS task SET
+        cancel_claims = task.cancel_claims + 1,
+        cancel_lease_owner = $3,
+        cancel_lease_token = task.cancel_claims + 1,
+        cancel_lease_expires_at = $4
+    FROM picked
+    WHERE task.id = picked.id
+    RETURNING task.*
+)
+SELECT
+    id, owner, thread, server, name, remote_task_id, driver_data, created_at,
+    remote_status, remote_result, remote_result_truncated, remote_artifact, remote_error,
+    remote_input_request, remote_updated_at, remote_observed_at,
+    poll_next_at, poll_consecutive_errors, poll_error_class, poll_error_message,
+    poll_lease_owner, poll_lease_token, poll_lease_expires_at, poll_claims,
+    event_version, notified_version, fingerprint, event, notify_status, notify_due_at,
+    notify_lease_owner, notify_lease_token, notify_lease_expires_at, notify_claims,
+    dispatch_version, dispatch_event, dispatch_attempt, run_id, notify_failures, busy_count,
+    notify_last_error, dead_letter_version, dead_letter_reason,
+    cancel_requested_at, cancel_status, cancel_due_at, cancel_lease_owner, cancel_lease_token,
+    cancel_lease_expires_at, cancel_claims, cancel_failures, cancel_last_error
+FROM claimed
+ORDER BY cancel_due_at, id
