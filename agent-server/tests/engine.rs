@@ -167,7 +167,7 @@ async fn every_state_change_is_one_run_on_its_own_thread() {
     let started = Instant::now();
     let server = LangGraph::start();
     let db = TestDb::create().await;
-    let store = PgStore::new(db.pool().clone(), policy(), None);
+    let store = PgStore::new(db.pool().clone(), policy());
     let driver = ScriptedDriver::default();
     let engines: Vec<Arc<TestEngine>> = (0..ENGINES)
         .map(|i| {

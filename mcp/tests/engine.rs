@@ -105,7 +105,7 @@ async fn extension_on_mem_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extension_on_pg_store() {
     let db = TestDb::create().await;
-    extension_pass(PgStore::new(db.pool().clone(), fast_policy(), None)).await;
+    extension_pass(PgStore::new(db.pool().clone(), fast_policy())).await;
     db.cleanup().await;
 }
 
@@ -117,7 +117,7 @@ async fn legacy_on_mem_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_on_pg_store() {
     let db = TestDb::create().await;
-    legacy_pass(PgStore::new(db.pool().clone(), fast_policy(), None)).await;
+    legacy_pass(PgStore::new(db.pool().clone(), fast_policy())).await;
     db.cleanup().await;
 }
 
