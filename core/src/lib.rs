@@ -3,7 +3,8 @@
 //!
 //! The engine is a set of lease-guarded state transitions over one row per task. This crate
 //! holds the domain ([`task`], [`event`], [`status`]), the pure transitions
-//! ([`transitions`]), the storage contract ([`store::Store`]) with its executable
+//! ([`transitions`]) with the row's rules checked in the code ([`invariants`]), the storage
+//! contract ([`store::Store`]) with its executable
 //! specification ([`mem_store::MemStore`]), the ports to the outside world ([`ports`]) and the
 //! three loops ([`engine::Engine`]). It knows nothing of SQL or simulation, and never reads a
 //! system clock or OS randomness.
@@ -11,15 +12,20 @@
 #![warn(missing_docs)]
 
 pub mod canonical;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod engine;
 pub mod event;
+pub mod identity;
 pub mod ids;
+pub mod invariants;
 pub mod lease;
 pub mod ledger;
 pub mod mem_store;
 pub mod mutation;
 pub mod policy;
 pub mod ports;
+pub mod remote;
 pub mod secret;
 pub mod snapshot;
 pub mod status;
