@@ -2,11 +2,12 @@
 //! noisy.
 //!
 //! The engine is a set of lease-guarded state transitions over one row per task. This crate
-//! holds the domain ([`task`], [`event`], [`status`]), the pure transitions
-//! ([`transitions`]) with the row's rules checked in the code ([`invariants`]), the storage
-//! contract ([`store::Store`]) with its executable
-//! specification ([`mem_store::MemStore`]), the ports to the outside world ([`ports`]) and the
-//! three loops ([`engine::Engine`]). It knows nothing of SQL or simulation, and never reads a
+//! holds the domain ([`task`] and its parts [`identity`] and [`remote`], [`event`], [`status`]),
+//! the pure transitions ([`transitions`]) with the row's rules checked in the code
+//! ([`invariants`]), the storage contract ([`store::Store`]) with its executable specification
+//! ([`mem_store::MemStore`]), the ports to the outside world ([`ports`]) and the three loops
+//! ([`engine::Engine`]). With the `conformance` feature it also exports the conformance suite
+//! every store runs (`conformance`). It knows nothing of SQL or simulation, and never reads a
 //! system clock or OS randomness.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
