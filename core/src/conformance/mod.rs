@@ -8,7 +8,7 @@
 //! [`store_conformance!`](crate::store_conformance) (and a ledger with
 //! [`ledger_conformance!`](crate::ledger_conformance)):
 //!
-//! ```ignore
+//! ```text
 //! struct Pg { db: TestDb, store: PgStore }
 //! impl tasklatch_core::conformance::Harness for Pg {
 //!     type Subject = PgStore;
