@@ -6,10 +6,11 @@
 //! text alone never makes a new version.
 
 use crate::canonical::to_canonical_json;
+use crate::identity::Identity;
 use crate::ids::TaskId;
 use crate::policy::{bounded, MAX_SHOWN_ERROR};
+use crate::remote::{PollError, RemoteState};
 use crate::status::RemoteStatus;
-use crate::task::{Identity, PollError, RemoteState};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -103,8 +104,8 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::remote::ErrorClass;
     use crate::secret::{RemoteHandle, Secret};
-    use crate::task::ErrorClass;
     use crate::time::Timestamp;
 
     fn identity() -> Identity {

@@ -5,8 +5,9 @@
 //! every ordering is explicit (`(due, id)` for claims), so the model is deterministic.
 
 use crate::ids::TaskId;
+use crate::invariants::debug_check_row;
 use crate::lease::{Lease, LeaseKind, LeaseToken, Refusal};
-use crate::policy::Policy;
+use crate::policy::{Policy, MAX_BATCH};
 use crate::status::{CancelStatus, NotifyStatus};
 use crate::store::*;
 use crate::task::TaskRow;
@@ -45,7 +46,11 @@ impl MemStore {
             .into_iter()
             .map(|w| match rows.get_mut(id(&w)) {
                 None => Err(Refusal::NoSuchTask),
-                Some(row) => apply(row, w),
+                Some(row) => {
+                    let outcome = apply(row, w);
+                    debug_check_row(row);
+                    outcome
+                }
             })
             .collect()
     }
@@ -75,6 +80,12 @@ pub fn claimable(kind: LeaseKind, row: &TaskRow, now: Timestamp) -> bool {
 
 /// Takes the lease of loop `kind` on `row` (the row's claim counter gives the token).
 pub fn take_lease(kind: LeaseKind, row: &mut TaskRow, req: &ClaimRequest) -> Lease {
+    let lease = lease_row(kind, row, req);
+    debug_check_row(row);
+    lease
+}
+
+fn lease_row(kind: LeaseKind, row: &mut TaskRow, req: &ClaimRequest) -> Lease {
     let claims = match kind {
         LeaseKind::Poll => &mut row.poll.claims,
         LeaseKind::Notify => &mut row.outbox.claims,
@@ -110,11 +121,18 @@ impl Store for MemStore {
         if duplicate {
             return Err(StoreError::DuplicateHandle);
         }
+        debug_check_row(&row);
         rows.insert(row.id().clone(), row);
         Ok(())
     }
 
     async fn claim(&self, kind: LeaseKind, req: ClaimRequest) -> Result<Vec<Claimed>, StoreError> {
+        if req.limit > MAX_BATCH {
+            return Err(StoreError::Invalid(format!(
+                "claim limit {} above {MAX_BATCH}",
+                req.limit
+            )));
+        }
         let mut rows = self.rows();
         let mut due: Vec<(Timestamp, TaskId)> = rows
             .values()
@@ -239,7 +257,9 @@ impl Store for MemStore {
         let Some(row) = rows.get_mut(&id) else {
             return Ok(CancelOutcome::NotFound);
         };
-        Ok(match cancel::request(row, now) {
+        let requested = cancel::request(row, now);
+        debug_check_row(row);
+        Ok(match requested {
             cancel::RequestResult::Requested => CancelOutcome::Requested(id),
             cancel::RequestResult::AlreadyRequested => CancelOutcome::AlreadyRequested(id),
             cancel::RequestResult::AlreadyFinished => CancelOutcome::AlreadyFinished(id),

@@ -32,7 +32,7 @@ pub const MAX_ID: usize = 200;
 pub const MAX_DRIVER_DATA: usize = 4_000;
 /// Tasks in the per-run context projection (DOMAIN §8).
 pub const MAX_CONTEXT_TASKS: usize = 20;
-/// Rows in one claim batch.
+/// Rows in one claim batch: a larger claim limit is refused as invalid by every store.
 pub const MAX_BATCH: usize = 1_000;
 
 /// The timings of the three loops. Every transition that schedules something reads them here.

@@ -5,9 +5,9 @@
 //! within the loop's lease, or its result will be refused when written.
 
 use crate::ids::{OwnerId, RunId, ServerId, ThreadId};
+use crate::remote::ErrorClass;
 use crate::secret::RemoteHandle;
 use crate::snapshot::RemoteReport;
-use crate::task::ErrorClass;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::future::Future;

@@ -50,7 +50,8 @@ pub struct ClaimRequest {
     pub now: Timestamp,
     /// How long the leases last from `now`.
     pub lease_for: Duration,
-    /// At most this many rows.
+    /// At most this many rows; at most [`crate::policy::MAX_BATCH`] (a larger limit is
+    /// [`StoreError::Invalid`]).
     pub limit: usize,
 }
 
@@ -209,7 +210,8 @@ pub trait Store: Send + Sync {
     /// another claimer holds (and rows locked by a concurrent claim). Each claimed row gets a
     /// fresh lease (owner, next fencing token, `now + lease_for`). A notification claim also
     /// freezes the snapshot ([`crate::transitions::outbox::claim`]). Atomic for the batch: a
-    /// crash after it leaves leases that simply expire.
+    /// crash after it leaves leases that simply expire. A `limit` above
+    /// [`crate::policy::MAX_BATCH`] is [`StoreError::Invalid`] and claims nothing.
     fn claim(
         &self,
         kind: LeaseKind,

@@ -14,10 +14,10 @@ use tasklatch_core::engine::SubmitError;
 use tasklatch_core::ids::TaskId;
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::ports::{DriverError, RunStatus};
+use tasklatch_core::remote::ErrorClass;
 use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::{CancelTarget, ClaimRequest, Store, StoreError};
-use tasklatch_core::task::ErrorClass;
 use tasklatch_core::text::PublicTask;
 
 /// What every secret planted here has in common.

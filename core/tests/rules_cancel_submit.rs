@@ -4,16 +4,18 @@ mod support;
 
 use support::*;
 use tasklatch_core::engine::{ApiError, SubmitError};
+use tasklatch_core::identity::Identity;
 use tasklatch_core::ids::TaskId;
 use tasklatch_core::lease::{LeaseKind, Refusal};
 use tasklatch_core::policy::{Policy, CANCEL_BUDGET};
 use tasklatch_core::ports::{DriverError, RunStatus};
+use tasklatch_core::remote::ErrorClass;
 use tasklatch_core::snapshot::{validate, Observed};
 use tasklatch_core::status::{CancelStatus, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::{
     CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, PollWrite, Store, StoreError,
 };
-use tasklatch_core::task::{ErrorClass, Identity, TaskRow};
+use tasklatch_core::task::TaskRow;
 use tasklatch_core::transitions::cancel::CancelAction;
 use tasklatch_core::transitions::outbox;
 use tasklatch_core::transitions::poll::on_report;

@@ -8,9 +8,10 @@ use tasklatch_core::event::{Event, Fingerprint};
 use tasklatch_core::ids::{RunId, TaskId};
 use tasklatch_core::lease::{LeaseKind, Refusal};
 use tasklatch_core::policy::{Policy, FAILURE_BUDGET};
+use tasklatch_core::remote::ErrorClass;
 use tasklatch_core::status::{DeadLetterReason, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::{ClaimRequest, NotifyWrite, Store};
-use tasklatch_core::task::{ErrorClass, Outbox, TaskRow};
+use tasklatch_core::task::{Outbox, TaskRow};
 use tasklatch_core::time::Timestamp;
 use tasklatch_core::transitions::guard;
 use tasklatch_core::transitions::outbox::{

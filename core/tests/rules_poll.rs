@@ -9,15 +9,17 @@ use support::*;
 use tasklatch_core::event::Event;
 use tasklatch_core::ids::TaskId;
 use tasklatch_core::lease::{LeaseKind, Refusal};
+use tasklatch_core::mem_store::claimable;
 use tasklatch_core::policy::{
-    Policy, BACKOFF_EXPONENT_CAP, DEGRADED_AFTER, INPUT_REQUIRED_FLOOR, MAX_ARTIFACT,
+    Policy, BACKOFF_EXPONENT_CAP, DEGRADED_AFTER, INPUT_REQUIRED_FLOOR, MAX_ARTIFACT, MAX_BATCH,
     MAX_INPUT_REQUEST, MAX_POLL_DELAY, MAX_RESULT_PREVIEW, MAX_SHOWN_ERROR, MAX_STORED_ERROR,
 };
 use tasklatch_core::ports::DriverError;
+use tasklatch_core::remote::{ErrorClass, PollError};
 use tasklatch_core::snapshot::{validate, ProtocolError, RemoteReport};
 use tasklatch_core::status::{NotifyStatus, RemoteStatus};
-use tasklatch_core::store::{ClaimRequest, PollWrite, Store};
-use tasklatch_core::task::{ErrorClass, PollError, TaskRow};
+use tasklatch_core::store::{ClaimRequest, PollWrite, Store, StoreError};
+use tasklatch_core::task::TaskRow;
 use tasklatch_core::text::PublicTask;
 use tasklatch_core::transitions::guard;
 use tasklatch_core::transitions::poll::{next_poll_delay, on_failure, on_report, MIN_POLL_DELAY};
@@ -620,6 +622,10 @@ async fn poll_claims_take_due_pollable_uncancelled_free_rows_in_due_then_id_orde
     store.insert_task(mk("tsk_later", 500)).await.unwrap();
     let mut done = mk("tsk_done", 1);
     done.remote.status = RemoteStatus::Completed;
+    // A terminal row is never due (a rule of the row, asserted by the store); the claim would
+    // skip it even if it were.
+    assert!(!claimable(LeaseKind::Poll, &done, at(20)));
+    done.poll.next_poll_at = None;
     store.insert_task(done).await.unwrap();
     store.insert_task(mk("tsk_cancel", 1)).await.unwrap();
     store
@@ -656,4 +662,30 @@ async fn poll_claims_take_due_pollable_uncancelled_free_rows_in_due_then_id_orde
         ["tsk_b"],
         "leased rows are skipped; terminal, cancelled, not-due never"
     );
+}
+
+#[tokio::test]
+async fn a_claim_limit_above_max_batch_is_invalid_and_claims_nothing() {
+    let store = TestStore::new(policy());
+    let id = TaskId::from("tsk_a");
+    store
+        .insert_task(new_row(identity("tsk_a", "a"), None, T0, &policy()))
+        .await
+        .unwrap();
+    let req = |limit| ClaimRequest {
+        worker: "w1".into(),
+        now: at(0),
+        lease_for: secs(60),
+        limit,
+    };
+    for kind in LeaseKind::ALL {
+        let refused = store.claim(kind, req(MAX_BATCH + 1)).await;
+        assert!(
+            matches!(refused, Err(StoreError::Invalid(_))),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(store.row(&id).await.poll.claims, 0, "nothing was claimed");
+    let claimed = store.claim(LeaseKind::Poll, req(MAX_BATCH)).await.unwrap();
+    assert_eq!(claimed.len(), 1, "the limit itself is allowed");
 }

@@ -9,9 +9,9 @@ use tasklatch_core::ids::{RunId, TaskId};
 use tasklatch_core::ledger::RunLedger;
 use tasklatch_core::policy::{Policy, FAILURE_BUDGET};
 use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
+use tasklatch_core::remote::ErrorClass;
 use tasklatch_core::status::{CancelStatus, DeadLetterReason, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::{CancelOutcome, CancelTarget};
-use tasklatch_core::task::ErrorClass;
 use tokio::sync::Notify;
 
 fn run(n: u32) -> RunId {

@@ -16,17 +16,19 @@ use proptest::sample::Index;
 use proptest_state_machine::{prop_state_machine, ReferenceStateMachine, StateMachineTest};
 use support::{identity, ready, report, secs, T0};
 use tasklatch_core::event::Event;
+use tasklatch_core::identity::Identity;
 use tasklatch_core::ids::{RunId, TaskId};
 use tasklatch_core::lease::{Lease, LeaseKind};
 use tasklatch_core::mem_store::MemStore;
 use tasklatch_core::policy::{Policy, CANCEL_BUDGET, FAILURE_BUDGET};
+use tasklatch_core::remote::{ErrorClass, PollError};
 use tasklatch_core::snapshot::{validate, ProtocolError, RemoteReport};
 use tasklatch_core::status::{CancelStatus, DeadLetterReason, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::{
     CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, Claimed, NotifyWrite, PollWrite,
     Release, Scope, Store, WriteOutcome,
 };
-use tasklatch_core::task::{ErrorClass, Identity, Outbox, PollError, TaskRow};
+use tasklatch_core::task::{Outbox, TaskRow};
 use tasklatch_core::time::Timestamp;
 use tasklatch_core::transitions::cancel::CancelAction;
 use tasklatch_core::transitions::outbox::NotifyAction;
@@ -851,10 +853,6 @@ fn spec_due(kind: LeaseKind, row: &TaskRow) -> Timestamp {
     .unwrap_or(Timestamp::from_micros(i64::MAX))
 }
 
-fn worth_saying(e: &Event) -> bool {
-    e.status.needs_attention() || e.tracking_degraded
-}
-
 type Frozen = (u64, Option<Event>, u32, Option<RunId>);
 
 fn frozen(r: &TaskRow) -> Frozen {
@@ -962,91 +960,22 @@ fn check_notify_action(p: &Outbox, n: &Outbox, action: &NotifyAction) {
     }
 }
 
-/// Invariants of one row on its own.
-fn check_row(r: &TaskRow, now: Timestamp) {
-    let o = &r.outbox;
+/// Invariants of one row on its own: the row's rules ([`TaskRow::check_invariants`], the same
+/// function the transitions and `MemStore` assert in debug builds) and the failure budgets,
+/// which the engine keeps by checking them before it acts (emulated by this test's steps).
+fn check_row(r: &TaskRow) {
     let id = r.id();
-    assert!(
-        o.notified_version <= o.event_version,
-        "{id}: notified ≤ event version"
-    );
-    assert!(
-        o.dispatch_version <= o.event_version,
-        "{id}: dispatch ≤ event version"
-    );
-    assert_eq!(
-        o.event.is_some(),
-        o.fingerprint.is_some(),
-        "{id}: event iff fingerprint"
-    );
-    if let Some(e) = &o.event {
-        assert!(
-            worth_saying(e),
-            "{id}: an event needs attention or degraded tracking"
-        );
-        assert_eq!(
-            o.fingerprint.as_ref(),
-            Some(&e.fingerprint()),
-            "{id}: stored fingerprint"
-        );
-    }
-    if let Some(e) = &o.dispatch_event {
-        assert!(worth_saying(e), "{id}: a frozen snapshot is never empty");
-    }
-    match o.status {
-        NotifyStatus::Claimed | NotifyStatus::Retry => {
-            assert!(
-                o.dispatch_event.is_some(),
-                "{id}: {:?} without a snapshot",
-                o.status
-            )
-        }
-        NotifyStatus::Dispatched => assert!(o.run_id.is_some(), "{id}: dispatched without a run"),
-        _ => {}
-    }
-    if o.has_undelivered() {
-        assert!(
-            o.status.claimable(),
-            "{id}: undelivered work is never stranded ({:?})",
-            o.status
-        );
-        if !o.status.in_flight() {
-            assert!(
-                o.event.is_some() || o.dispatch_event.is_some(),
-                "{id}: nothing empty waits to be sent"
-            );
-        }
+    if let Err(rule) = r.check_invariants() {
+        panic!("{id}: invariant broken: {rule}");
     }
     assert!(
-        o.failures <= FAILURE_BUDGET,
+        r.outbox.failures <= FAILURE_BUDGET,
         "{id}: at most {FAILURE_BUDGET} counted failures"
     );
-    assert!(r.cancel.failures <= CANCEL_BUDGET);
-    if r.remote.status.is_terminal() {
-        assert_eq!(
-            r.poll.next_poll_at, None,
-            "{id}: terminal tasks are not polled"
-        );
-    }
-    assert_eq!(
-        r.poll.consecutive_errors > 0,
-        r.poll.last_error.is_some(),
-        "{id}: the last poll error lives exactly while errors are consecutive"
+    assert!(
+        r.cancel.failures <= CANCEL_BUDGET,
+        "{id}: at most {CANCEL_BUDGET} counted cancel failures"
     );
-    if r.cancel.status != CancelStatus::None {
-        assert!(r.cancel.requested_at.is_some());
-    }
-    for kind in LeaseKind::ALL {
-        if let Some(l) = r.lease(kind) {
-            let claims = match kind {
-                LeaseKind::Poll => r.poll.claims,
-                LeaseKind::Notify => r.outbox.claims,
-                LeaseKind::Cancel => r.cancel.claims,
-            };
-            assert_eq!(l.token.0, claims, "{id}: a held lease is the newest claim");
-        }
-    }
-    let _ = now;
 }
 
 /// Invariants of a row against its previous version.
@@ -1057,7 +986,7 @@ fn check_step(
     now: Timestamp,
 ) {
     for (id, n) in next {
-        check_row(n, now);
+        check_row(n);
         let Some(p) = prev.get(id) else { continue };
         let (po, no) = (&p.outbox, &n.outbox);
         assert_eq!(n.identity, p.identity, "{id}: identity never changes");
@@ -1166,7 +1095,7 @@ impl<R: ReferenceStateMachine<State = ModelState, Transition = Op>> StateMachine
     fn check_invariants(sut: &Sut, model: &ModelState) {
         assert_eq!(sut.tasks.len(), model.tasks);
         for r in sut.rows().values() {
-            check_row(r, sut.now);
+            check_row(r);
         }
     }
 }

@@ -4,9 +4,9 @@ use super::{Engine, LoopReport};
 use crate::lease::LeaseKind;
 use crate::policy::{bounded, MAX_STORED_ERROR};
 use crate::ports::{Clock, Driver, DriverError, Launcher};
+use crate::remote::{ErrorClass, PollError};
 use crate::snapshot::{self, ProtocolError};
 use crate::store::{Claimed, PollWrite, Release, Store};
-use crate::task::{ErrorClass, PollError};
 use crate::transitions::poll;
 use futures::future::join_all;
 

@@ -4,13 +4,13 @@
 //! handle is rejected without cancelling the task that already has it.
 
 use super::{Engine, PendingCompensation, COMPENSATION_ATTEMPTS};
+use crate::identity::Identity;
 use crate::ids::{IdSource, ServerId, TaskId};
 use crate::policy::{bounded, MAX_ID, MAX_NAME, MAX_SHOWN_ERROR};
 use crate::ports::{Clock, Driver, Launcher, SubmitRequest};
 use crate::secret::RemoteHandle;
 use crate::snapshot;
 use crate::store::{Scope, Store, StoreError};
-use crate::task::Identity;
 use crate::transitions::submit::new_row;
 use std::sync::Mutex;
 

@@ -38,8 +38,8 @@ pub fn notification_prompt(event: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::remote::{ErrorClass, PollError};
     use crate::status::RemoteStatus;
-    use crate::task::{ErrorClass, PollError};
     use crate::text::frame::{count_markers, BEGIN_MARKER, END_MARKER};
     use crate::text::test_support::{has_live_tag, row, PLANTED_DRIVER_TOKEN, PLANTED_REMOTE_ID};
 

@@ -1,9 +1,11 @@
 //! Test helpers shared by the text module's tests: an independent live-tag checker and rows.
 
+use crate::identity::Identity;
 use crate::ids::TaskId;
+use crate::remote::RemoteState;
 use crate::secret::{RemoteHandle, Secret};
 use crate::status::RemoteStatus;
-use crate::task::{CancelState, Identity, Outbox, PollState, RemoteState, TaskRow};
+use crate::task::{CancelState, Outbox, PollState, TaskRow};
 use crate::time::Timestamp;
 
 /// The denylist as DOMAIN §8 and the brief spell it, kept apart from the implementation's on

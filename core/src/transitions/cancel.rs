@@ -1,6 +1,7 @@
 //! Cancellation (DOMAIN §6): a request only records intent; the cancel loop does the work under
 //! its own lease and budget, and its terminal snapshot produces one normal notification.
 
+use crate::invariants::debug_check_row;
 use crate::lease::Lease;
 use crate::mutation::{self, Mutant};
 use crate::policy::{stored_error, Policy};
@@ -29,6 +30,12 @@ pub enum RequestResult {
 /// whole fence — a poll in flight during the request can never apply its result. Repeats change
 /// nothing — in particular they never disturb a cancel already in progress.
 pub fn request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
+    let result = record_request(row, now);
+    debug_check_row(row);
+    result
+}
+
+fn record_request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
     if row.remote.status.is_terminal() {
         return RequestResult::AlreadyFinished;
     }
@@ -72,6 +79,17 @@ pub fn apply(
     now: Timestamp,
     policy: &Policy,
 ) -> Option<Recorded> {
+    let recorded = apply_action(row, action, now, policy);
+    debug_check_row(row);
+    recorded
+}
+
+fn apply_action(
+    row: &mut TaskRow,
+    action: CancelAction,
+    now: Timestamp,
+    policy: &Policy,
+) -> Option<Recorded> {
     row.cancel.lease = None;
     match action {
         CancelAction::Finished(update) => {
@@ -109,4 +127,5 @@ pub fn release(row: &mut TaskRow, retry_at: Timestamp, error: Option<&str>) {
         row.cancel.failures += 1;
         row.cancel.last_error = Some(stored_error(e));
     }
+    debug_check_row(row);
 }

@@ -7,6 +7,7 @@
 
 use crate::event::{Event, Fingerprint};
 use crate::ids::RunId;
+use crate::invariants::debug_check_outbox;
 use crate::lease::Lease;
 use crate::mutation::{self, Mutant};
 use crate::policy::{stored_error, Policy};
@@ -29,6 +30,12 @@ pub enum Recorded {
 
 /// Records the latest event (or its absence) on the outbox (DOMAIN §2).
 pub fn record_event(o: &mut Outbox, new: Option<(Event, Fingerprint)>, now: Timestamp) -> Recorded {
+    let recorded = record(o, new, now);
+    debug_check_outbox(o);
+    recorded
+}
+
+fn record(o: &mut Outbox, new: Option<(Event, Fingerprint)>, now: Timestamp) -> Recorded {
     let Some((event, fp)) = new else {
         o.fingerprint = None;
         o.event = None;
@@ -97,13 +104,19 @@ pub fn claimable(o: &Outbox, now: Timestamp) -> bool {
 /// A dispatched row keeps its run. Precondition: [`claimable`].
 pub fn claim(o: &mut Outbox, lease: Lease) {
     debug_assert!(
-        o.event.is_some() || o.dispatch_event.is_some() || o.status == NotifyStatus::Dispatched
+        o.event.is_some() || o.dispatch_event.is_some() || o.status == NotifyStatus::Dispatched,
+        "claim precondition: an outbox claimed with nothing to deliver"
     );
     o.claims = lease.token.0;
     o.lease = Some(lease);
-    if o.status == NotifyStatus::Dispatched {
-        return;
+    if o.status != NotifyStatus::Dispatched {
+        freeze(o);
     }
+    debug_check_outbox(o);
+}
+
+/// Freezes the snapshot to deliver, unless the frozen one is still the one to deliver.
+fn freeze(o: &mut Outbox) {
     let newer = o.dispatch_version < o.event_version && o.event.is_some();
     let rebuild = o.dispatch_event.is_none() || newer;
     if rebuild {
@@ -153,6 +166,11 @@ pub enum NotifyAction {
 
 /// Applies `action` to a guarded outbox and releases the notification lease (DOMAIN §3).
 pub fn apply_action(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) {
+    apply(o, action, now, policy);
+    debug_check_outbox(o);
+}
+
+fn apply(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) {
     o.lease = None;
     match action {
         NotifyAction::Launched(run) => {
@@ -176,7 +194,7 @@ pub fn apply_action(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy
                 drop_undelivered(o);
             }
         }
-        NotifyAction::ThreadGone if mutation::active(Mutant::ThreadGoneRetried) => apply_action(
+        NotifyAction::ThreadGone if mutation::active(Mutant::ThreadGoneRetried) => apply(
             o,
             NotifyAction::LaunchFailed("thread gone".into()),
             now,
@@ -248,4 +266,5 @@ pub fn release(o: &mut Outbox, retry_at: Timestamp, error: Option<&str>) {
         o.failures += 1;
         o.last_error = Some(stored_error(e));
     }
+    debug_check_outbox(o);
 }

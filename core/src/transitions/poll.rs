@@ -3,12 +3,14 @@
 //! under the poll lease with [`apply`], recording the event against the *current* outbox.
 
 use crate::event::{Event, Fingerprint};
+use crate::invariants::debug_check_row;
 use crate::policy::{
     bounded, Policy, DEGRADED_AFTER, INPUT_REQUIRED_FLOOR, MAX_POLL_DELAY, MAX_STORED_ERROR,
 };
+use crate::remote::{PollError, RemoteState};
 use crate::snapshot::{Observed, ProtocolError};
 use crate::status::RemoteStatus;
-use crate::task::{PollError, RemoteState, TaskRow};
+use crate::task::TaskRow;
 use crate::time::Timestamp;
 use crate::transitions::outbox::{record_event, Recorded};
 use serde::{Deserialize, Serialize};
@@ -98,7 +100,9 @@ pub fn apply(row: &mut TaskRow, update: PollUpdate, now: Timestamp) -> Recorded 
     row.poll.consecutive_errors = update.consecutive_errors;
     row.poll.last_error = update.last_error;
     row.poll.lease = None;
-    record_event(&mut row.outbox, update.event, now)
+    let recorded = record_event(&mut row.outbox, update.event, now);
+    debug_check_row(row);
+    recorded
 }
 
 /// Releases the poll lease without a result: the next poll is at `retry_at` — unless the task
@@ -109,4 +113,5 @@ pub fn release(row: &mut TaskRow, retry_at: Timestamp) {
     if !row.remote.status.is_terminal() {
         row.poll.next_poll_at = Some(retry_at);
     }
+    debug_check_row(row);
 }

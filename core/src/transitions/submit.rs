@@ -2,9 +2,12 @@
 //! notifies at once: its first event opens the channel as version 1.
 
 use crate::event::Event;
+use crate::identity::Identity;
+use crate::invariants::debug_check_row;
 use crate::policy::Policy;
+use crate::remote::RemoteState;
 use crate::snapshot::{Observed, ProtocolError};
-use crate::task::{CancelState, Identity, Outbox, PollState, RemoteState, TaskRow};
+use crate::task::{CancelState, Outbox, PollState, TaskRow};
 use crate::time::Timestamp;
 use crate::transitions::outbox::record_event;
 use crate::transitions::poll::next_poll_delay;
@@ -31,7 +34,7 @@ pub fn new_row(
     let mut outbox = Outbox::empty(now);
     let event = Event::build(&identity, &remote, None).map(Event::fingerprinted);
     record_event(&mut outbox, event, now);
-    TaskRow {
+    let row = TaskRow {
         identity,
         remote,
         poll: PollState {
@@ -43,7 +46,9 @@ pub fn new_row(
         },
         outbox,
         cancel: CancelState::none(),
-    }
+    };
+    debug_check_row(&row);
+    row
 }
 
 /// Checks a new row against the limits of [`crate::policy`]; both stores call it before

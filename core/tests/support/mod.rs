@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use tasklatch_core::engine::{Engine, SubmitCommand};
 use tasklatch_core::event::{Event, Fingerprint};
+use tasklatch_core::identity::Identity;
 use tasklatch_core::ids::{IdSource, OwnerId, RunId, ServerId, TaskId, ThreadId, WorkerId};
 use tasklatch_core::lease::{Lease, LeaseKind, LeaseToken};
 use tasklatch_core::ledger::{LedgerLauncher, MemLedger, RunLedger, RunRecord};
@@ -28,6 +29,7 @@ use tasklatch_core::ports::{
     Clock, Driver, DriverError, LaunchOutcome, Launcher, RunRequest, RunStatus, SubmitRequest,
     Submitted,
 };
+use tasklatch_core::remote::{ErrorClass, PollError, RemoteState};
 use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_core::status::RemoteStatus;
@@ -35,7 +37,7 @@ use tasklatch_core::store::{
     CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, Claimed, NotifyWrite, Overview,
     PollWrite, Release, Scope, Store, StoreError, WriteOutcome,
 };
-use tasklatch_core::task::{ErrorClass, Identity, PollError, RemoteState, TaskRow};
+use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
 use tokio::sync::Notify;
 
