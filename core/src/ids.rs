@@ -3,8 +3,7 @@
 //! Ids are plain strings so every store keeps them verbatim. Ordering is byte order, which is
 //! what Postgres uses for `COLLATE "C"` text: claims ordered by `(due, id)` agree across stores.
 
-use rand::RngCore;
-use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -103,6 +103,21 @@ impl PgStore {
         self.inner.mutant
     }
 
+    /// Decodes a row the database returned and, in debug builds (the sim, stress and the tests
+    /// run them), asserts the row invariants on it ([`tasklatch_core::invariants`]) — unless a
+    /// planted bug is in force, which the simulation's checker must catch from outside.
+    fn decoded(&self, row: &sqlx::postgres::PgRow) -> Result<TaskRow, StoreError> {
+        let task = decode_task(row)?;
+        #[cfg(feature = "mutations")]
+        let planted = self.inner.mutant.is_some();
+        #[cfg(not(feature = "mutations"))]
+        let planted = false;
+        if !planted {
+            tasklatch_core::invariants::debug_check_row(&task);
+        }
+        Ok(task)
+    }
+
     /// `now + retry_delay(n)` for n = 0..=17, saturating exactly as core does.
     fn due_table(&self, now: Timestamp) -> Vec<i64> {
         (0..=DUE_TABLE)
@@ -478,7 +493,7 @@ impl Store for PgStore {
             .map_err(store_error)?;
         rows.iter()
             .map(|r| {
-                let row = decode_task(r)?;
+                let row = self.decoded(r)?;
                 let lease = row
                     .lease(kind)
                     .cloned()
@@ -739,7 +754,7 @@ impl Store for PgStore {
             .fetch_all(&self.inner.pool)
             .await
             .map_err(store_error)?;
-        rows.iter().map(decode_task).collect()
+        rows.iter().map(|r| self.decoded(r)).collect()
     }
 
     /// One read: the task if it is the caller's and in this thread, else `None`.
@@ -757,7 +772,7 @@ impl Store for PgStore {
             .fetch_optional(&self.inner.pool)
             .await
             .map_err(store_error)?;
-        row.as_ref().map(decode_task).transpose()
+        row.as_ref().map(|r| self.decoded(r)).transpose()
     }
 
     /// One read: rows with id greater than `after` in id (byte) order, at most `limit`.
@@ -776,7 +791,7 @@ impl Store for PgStore {
             .fetch_all(&self.inner.pool)
             .await
             .map_err(store_error)?;
-        rows.iter().map(decode_task).collect()
+        rows.iter().map(|r| self.decoded(r)).collect()
     }
 
     /// One read (a scan of the table): counts for operators.
