@@ -135,10 +135,8 @@ async fn insert_range(
              CASE WHEN w THEN $1 + 1 + (i * 7919) % $9 END, 0, 1, \
              CASE WHEN w THEN 0 ELSE 1 END, \
              CASE WHEN w OR pend THEN 0 ELSE 1 END, \
-             CASE WHEN w THEN NULL ELSE md5(id) END, \
-             CASE WHEN w THEN NULL ELSE '{\"name\":\"task\",\"result_truncated\":false,' \
-                 || '\"status\":\"completed\",\"task_id\":\"' || id \
-                 || '\",\"tracking_degraded\":false}' END, \
+             CASE WHEN w THEN NULL ELSE encode(sha256(convert_to(ev, 'UTF8')), 'hex') END, \
+             CASE WHEN w THEN NULL ELSE ev END, \
              CASE WHEN w THEN 'none' WHEN pend THEN 'pending' ELSE 'delivered' END, \
              $1 + 1 + (i * 104729) % $9, \
              CASE WHEN w OR pend THEN 0 ELSE 1 END, \
@@ -149,7 +147,12 @@ async fn insert_range(
          FROM (SELECT i, $7 || lpad(i::text, 8, '0') AS id, \
                       (i % 10000 < $2 OR (i % 10000 >= $3 AND i % 10000 < $4)) AS w, \
                       (i % 10000 >= $2 AND i % 10000 < $3) AS pend, \
-                      (i % 10000 >= $3 AND i % 10000 < $4) AS canc \
+                      (i % 10000 >= $3 AND i % 10000 < $4) AS canc, \
+                      '{\"artifact\":null,\"error\":null,\"input_request\":null,\"name\":\"task ' \
+                          || i || '\",\"poll_error\":null,\"poll_error_class\":null,' \
+                          || '\"result\":\"{\\\"ok\\\":true}\",\"result_truncated\":false,' \
+                          || '\"status\":\"completed\",\"task_id\":\"' || $7 || lpad(i::text, 8, '0') \
+                          || '\",\"tracking_degraded\":false}' AS ev \
                FROM generate_series($5::bigint, $6::bigint) AS i) s",
     )
     .bind(now.as_micros())
