@@ -94,10 +94,37 @@ impl Event {
         Fingerprint(hex::encode(digest))
     }
 
-    /// The event paired with its fingerprint.
+    /// The event made storable, paired with its fingerprint. Storable text has no NUL (which
+    /// Postgres text cannot hold; it becomes U+FFFD), so every store keeps exactly the event
+    /// the fingerprint was taken of. (Reports are made storable by `snapshot::validate` already;
+    /// this holds the pair together for any event, whatever built it.)
     pub fn fingerprinted(self) -> (Event, Fingerprint) {
-        let fp = self.fingerprint();
-        (self, fp)
+        let event = self.storable();
+        let fp = event.fingerprint();
+        (event, fp)
+    }
+
+    fn storable(self) -> Event {
+        let text = |s: String| {
+            if s.contains('\0') {
+                s.replace('\0', "\u{FFFD}")
+            } else {
+                s
+            }
+        };
+        Event {
+            task_id: TaskId(text(self.task_id.0)),
+            name: text(self.name),
+            status: self.status,
+            result: self.result.map(text),
+            result_truncated: self.result_truncated,
+            artifact: self.artifact.map(text),
+            error: self.error.map(text),
+            input_request: self.input_request.map(text),
+            tracking_degraded: self.tracking_degraded,
+            poll_error_class: self.poll_error_class.map(text),
+            poll_error: self.poll_error.map(text),
+        }
     }
 }
 
@@ -193,6 +220,15 @@ mod tests {
         let f1 = Event::build(&id, &done, None).unwrap().fingerprint();
         done.result = Some("42".into());
         assert_ne!(f1, Event::build(&id, &done, None).unwrap().fingerprint());
+    }
+
+    #[test]
+    fn fingerprinted_events_are_storable_and_the_pair_agrees() {
+        let mut s = state(RemoteStatus::Completed);
+        s.result = Some("a\0b".into());
+        let (e, fp) = Event::build(&identity(), &s, None).unwrap().fingerprinted();
+        assert_eq!(e.result.as_deref(), Some("a\u{FFFD}b"));
+        assert_eq!(fp, e.fingerprint());
     }
 
     #[test]
