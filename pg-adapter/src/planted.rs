@@ -1,50 +1,45 @@
 //! The planted bugs that live in SQL (`tasklatch_core::mutation`, feature `mutations` only):
 //! nothing here exists in a normal build, so none of it can run in production.
 //!
-//! - `LeaseTokenNotChecked`, `LeaseExpiryNotChecked`, `PollAppliedAfterCancel`: copies of the
-//!   guarded writes (`sql/mutants/<mutant>/`), each missing its two guard lines — the refusal
-//!   and the same check again on the row being updated.
+//! - `LeaseTokenNotChecked`, `LeaseExpiryNotChecked`, `PollAppliedAfterCancel`: the guarded
+//!   writes of `sql/store/` without their two guard lines — the refusal and the same check again
+//!   on the row being updated. Each guard line ends in a marker comment (`-- guard: lease_token`,
+//!   `-- guard: lease_expiry`, `-- guard: cancel_requested`); a mutant's statement is the correct
+//!   one with the lines of its marker dropped, derived here rather than kept as a copy.
 //! - `LedgerUniquenessDropped`: the run ledger's unique key index is dropped and a launch inserts
 //!   its run blindly — the same thread checks as the real ledger, no key lookup.
 
 use crate::error::ledger_error;
 use crate::sql::{GuardedWrites, GUARDED_WRITES};
 use sqlx::{PgPool, Row};
+use std::sync::OnceLock;
 use tasklatch_core::ids::RunId;
 use tasklatch_core::ledger::LedgerError;
 use tasklatch_core::mutation::Mutant;
 use tasklatch_core::ports::LaunchOutcome;
 use tasklatch_core::time::Timestamp;
 
-/// The guarded writes of `LeaseTokenNotChecked`: the owner is compared, the token is not.
-const TOKEN_NOT_CHECKED: GuardedWrites = GuardedWrites {
-    apply_polls: include_str!("../sql/mutants/lease_token_not_checked/apply_polls.sql"),
-    finish_notifications: include_str!(
-        "../sql/mutants/lease_token_not_checked/finish_notifications.sql"
-    ),
-    finish_cancels: include_str!("../sql/mutants/lease_token_not_checked/finish_cancels.sql"),
-    release_poll: include_str!("../sql/mutants/lease_token_not_checked/release_poll.sql"),
-    release_notify: include_str!("../sql/mutants/lease_token_not_checked/release_notify.sql"),
-    release_cancel: include_str!("../sql/mutants/lease_token_not_checked/release_cancel.sql"),
-};
+/// `sql` without the lines that end in `marker` (leaked once per mutant: test builds only).
+fn without(sql: &'static str, marker: &str) -> &'static str {
+    if !sql.contains(marker) {
+        return sql;
+    }
+    let kept: Vec<&str> = sql.lines().filter(|l| !l.ends_with(marker)).collect();
+    Box::leak(kept.join("\n").into_boxed_str())
+}
 
-/// The guarded writes of `LeaseExpiryNotChecked`: an expired lease still writes.
-const EXPIRY_NOT_CHECKED: GuardedWrites = GuardedWrites {
-    apply_polls: include_str!("../sql/mutants/lease_expiry_not_checked/apply_polls.sql"),
-    finish_notifications: include_str!(
-        "../sql/mutants/lease_expiry_not_checked/finish_notifications.sql"
-    ),
-    finish_cancels: include_str!("../sql/mutants/lease_expiry_not_checked/finish_cancels.sql"),
-    release_poll: include_str!("../sql/mutants/lease_expiry_not_checked/release_poll.sql"),
-    release_notify: include_str!("../sql/mutants/lease_expiry_not_checked/release_notify.sql"),
-    release_cancel: include_str!("../sql/mutants/lease_expiry_not_checked/release_cancel.sql"),
-};
-
-/// The guarded writes of `PollAppliedAfterCancel`: a poll result lands after a cancel request.
-const APPLIED_AFTER_CANCEL: GuardedWrites = GuardedWrites {
-    apply_polls: include_str!("../sql/mutants/poll_applied_after_cancel/apply_polls.sql"),
-    ..GUARDED_WRITES
-};
+/// The guarded writes with the guard lines of `marker` dropped.
+fn dropping(marker: &str) -> GuardedWrites {
+    let g = GUARDED_WRITES;
+    GuardedWrites {
+        apply_polls: without(g.apply_polls, marker),
+        finish_notifications: without(g.finish_notifications, marker),
+        finish_cancels: without(g.finish_cancels, marker),
+        release_poll: without(g.release_poll, marker),
+        release_notify: without(g.release_notify, marker),
+        release_cancel: without(g.release_cancel, marker),
+    }
+}
 
 /// `LedgerUniquenessDropped`: drops the key's unique index.
 const DROP_KEY_INDEX: &str =
@@ -59,12 +54,15 @@ const INSERT_RUN_BLINDLY: &str =
 
 /// The guarded writes under `mutant`: its SQL variant if it has one, else the correct ones.
 pub(crate) fn guarded_writes(mutant: Option<Mutant>) -> GuardedWrites {
-    match mutant {
-        Some(Mutant::LeaseTokenNotChecked) => TOKEN_NOT_CHECKED,
-        Some(Mutant::LeaseExpiryNotChecked) => EXPIRY_NOT_CHECKED,
-        Some(Mutant::PollAppliedAfterCancel) => APPLIED_AFTER_CANCEL,
-        _ => GUARDED_WRITES,
-    }
+    static DERIVED: [OnceLock<GuardedWrites>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let (slot, marker) = match mutant {
+        Some(Mutant::LeaseTokenNotChecked) => (0, "-- guard: lease_token"),
+        Some(Mutant::LeaseExpiryNotChecked) => (1, "-- guard: lease_expiry"),
+        Some(Mutant::PollAppliedAfterCancel) => (2, "-- guard: cancel_requested"),
+        _ => return GUARDED_WRITES,
+    };
+    *DERIVED[slot].get_or_init(|| dropping(marker))
 }
 
 /// Drops the runs table's unique key index (in the database behind `pool`: use a throwaway one).
@@ -166,18 +164,21 @@ mod tests {
 
     #[test]
     fn each_sql_mutant_drops_only_its_own_guard() {
-        for (correct, mutant) in pairs(&TOKEN_NOT_CHECKED) {
+        for (correct, mutant) in pairs(&guarded_writes(Some(Mutant::LeaseTokenNotChecked))) {
             let guards = [
                 "_lease_token <> batch.lease_token",
                 "_lease_token = checked.lease_token",
             ];
             assert_two_lines_dropped(correct, mutant, guards);
         }
-        for (correct, mutant) in pairs(&EXPIRY_NOT_CHECKED) {
+        for (correct, mutant) in pairs(&guarded_writes(Some(Mutant::LeaseExpiryNotChecked))) {
             assert_two_lines_dropped(correct, mutant, ["'lease_expired'", "_lease_expires_at > "]);
         }
         let cancel = ["'cancel_requested'", "task.cancel_requested_at IS NULL"];
-        for (i, (correct, mutant)) in pairs(&APPLIED_AFTER_CANCEL).into_iter().enumerate() {
+        for (i, (correct, mutant)) in pairs(&guarded_writes(Some(Mutant::PollAppliedAfterCancel)))
+            .into_iter()
+            .enumerate()
+        {
             if i == 0 {
                 assert_two_lines_dropped(correct, mutant, cancel);
             } else {

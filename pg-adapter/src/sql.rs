@@ -22,9 +22,10 @@
 //! same saturation as core), so no time arithmetic happens in SQL and `now` is always a
 //! parameter.
 //!
-//! The planted bugs that live in SQL are copies of the guarded writes under `sql/mutants/`, each
-//! missing its two guard lines; they are compiled only with the `mutations` feature
-//! (`planted.rs`).
+//! Each guard line of the guarded writes ends in a marker comment (`-- guard: lease_token`,
+//! `-- guard: lease_expiry`, `-- guard: cancel_requested`): the planted bugs that live in SQL
+//! are these statements with one marker's two lines dropped, derived only with the `mutations`
+//! feature (`planted.rs`).
 
 /// The guarded writes: the statements the planted lease-guard bugs change.
 #[derive(Clone, Copy, Debug)]

@@ -32,9 +32,9 @@ checked AS (
             WHEN locked.id IS NULL THEN 'no_such_task'
             WHEN locked.cancel_lease_owner IS NULL
               OR locked.cancel_lease_owner <> batch.lease_owner
-              OR locked.cancel_lease_token <> batch.lease_token
+              OR locked.cancel_lease_token <> batch.lease_token  -- guard: lease_token
             THEN 'lease_not_held'
-            WHEN locked.cancel_lease_expires_at <= $20 THEN 'lease_expired'
+            WHEN locked.cancel_lease_expires_at <= $20 THEN 'lease_expired'  -- guard: lease_expiry
             ELSE NULL
         END AS refusal,
         -- a finished cancel of a task that is not terminal yet: its snapshot applies
@@ -162,8 +162,8 @@ updated AS (
       AND checked.refusal IS NULL
       -- the guard again, on the row being updated
       AND task.cancel_lease_owner = checked.lease_owner
-      AND task.cancel_lease_token = checked.lease_token
-      AND task.cancel_lease_expires_at > $20
+      AND task.cancel_lease_token = checked.lease_token  -- guard: lease_token
+      AND task.cancel_lease_expires_at > $20  -- guard: lease_expiry
     RETURNING checked.ord, task.event_version, task.notified_version, task.notify_status,
         task.fingerprint,
         CASE WHEN NOT checked.snapshot_applies THEN NULL ELSE

@@ -19,9 +19,9 @@ checked AS (
             WHEN locked.id IS NULL THEN 'no_such_task'
             WHEN locked.poll_lease_owner IS NULL
               OR locked.poll_lease_owner <> batch.lease_owner
-              OR locked.poll_lease_token <> batch.lease_token
+              OR locked.poll_lease_token <> batch.lease_token  -- guard: lease_token
             THEN 'lease_not_held'
-            WHEN locked.poll_lease_expires_at <= $6 THEN 'lease_expired'
+            WHEN locked.poll_lease_expires_at <= $6 THEN 'lease_expired'  -- guard: lease_expiry
             ELSE NULL
         END AS refusal
     FROM batch LEFT JOIN locked ON locked.id = batch.id
@@ -40,8 +40,8 @@ updated AS (
       AND checked.refusal IS NULL
       -- the lease guard again, on the row being updated
       AND task.poll_lease_owner = checked.lease_owner
-      AND task.poll_lease_token = checked.lease_token
-      AND task.poll_lease_expires_at > $6
+      AND task.poll_lease_token = checked.lease_token  -- guard: lease_token
+      AND task.poll_lease_expires_at > $6  -- guard: lease_expiry
     RETURNING checked.ord, task.event_version, task.notified_version, task.notify_status,
         task.fingerprint, NULL::text AS recorded
 )
