@@ -42,6 +42,8 @@ pub struct LoopReport {
     pub released: usize,
     /// Store calls that failed (the store was unreachable or rejected the batch).
     pub store_errors: usize,
+    /// How long the pass took by the engine's clock, claim to last write.
+    pub elapsed: Duration,
 }
 
 /// What [`Engine::run_once`] did, per loop.
@@ -117,10 +119,18 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let _enter = span.enter();
         PassReport {
             compensated: self.compensate_pending().await,
-            cancel: self.cancel_pass().await,
-            poll: self.poll_pass().await,
-            notify: self.notify_pass().await,
+            cancel: self.timed(self.cancel_pass()).await,
+            poll: self.timed(self.poll_pass()).await,
+            notify: self.timed(self.notify_pass()).await,
         }
+    }
+
+    /// Runs one loop's pass and records how long it took.
+    async fn timed(&self, pass: impl std::future::Future<Output = LoopReport>) -> LoopReport {
+        let started = self.clock.now();
+        let mut report = pass.await;
+        report.elapsed = self.clock.now().since(started);
+        report
     }
 
     /// Asks the engine to stop: rows claimed from now on, and rows not yet acted on, are
