@@ -5,6 +5,7 @@
 //! Everything the worker itself logs names tasks by their local id only (see
 //! [`crate::metered`]); no secret is ever a field.
 
+use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
 /// How log lines are written.
@@ -43,6 +44,7 @@ pub fn init(format: LogFormat) {
     let (filter, problem) = filter(std::env::var("RUST_LOG").ok().as_deref());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let installed = match format {
         LogFormat::Text => builder.try_init(),

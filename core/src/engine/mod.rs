@@ -28,6 +28,7 @@ use crate::store::{ClaimRequest, Claimed, Store};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// What one loop pass did.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -115,14 +116,19 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
 
     /// One pass of every loop: compensations, then cancel, poll and notify.
     pub async fn run_once(&self) -> PassReport {
+        // Instrumented, not entered: a span entered across an await leaks into whatever else
+        // runs on the thread meanwhile.
         let span = tracing::debug_span!("pass", worker = %self.worker);
-        let _enter = span.enter();
-        PassReport {
-            compensated: self.compensate_pending().await,
-            cancel: self.timed(self.cancel_pass()).await,
-            poll: self.timed(self.poll_pass()).await,
-            notify: self.timed(self.notify_pass()).await,
+        async {
+            PassReport {
+                compensated: self.compensate_pending().await,
+                cancel: self.timed(self.cancel_pass()).await,
+                poll: self.timed(self.poll_pass()).await,
+                notify: self.timed(self.notify_pass()).await,
+            }
         }
+        .instrument(span)
+        .await
     }
 
     /// Runs one loop's pass and records how long it took.
