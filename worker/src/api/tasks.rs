@@ -113,7 +113,7 @@ pub async fn submit<T: TaskService>(
             SubmitError::Store(_) => ApiError::unavailable(),
         })?;
     st.metrics.submitted();
-    tracing::info!(task = %id, server = %server, tool = ?tool, "task submitted");
+    tracing::info!(task = %id, server = %server, tool = %tool, "task submitted");
     Ok((StatusCode::CREATED, Json(Submitted { task_id: id.0 })))
 }
 
