@@ -527,10 +527,10 @@ fn warnings(log: &str) -> Vec<&str> {
 /// `released_at_stop` of the worker's last "stopped" line.
 fn released_at_stop(log: &str) -> Option<u64> {
     log.lines()
+        .rev()
         .filter(|l| l.contains("stopped; leases released at stop counted no failure"))
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["released_at_stop"].as_u64())
-        .last()
+        .find_map(|v| v["released_at_stop"].as_u64())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
