@@ -158,7 +158,7 @@ fn app_state(
         servers: Arc::new(servers),
         metrics: metrics.clone(),
         health: health.clone(),
-        openapi: openapi::document().into(),
+        openapi: openapi::document(settings.mcp.servers.keys().map(String::as_str)).into(),
     }
 }
 

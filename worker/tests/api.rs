@@ -111,7 +111,7 @@ fn app() -> Router {
         servers: Arc::new(BTreeSet::from(["fix".to_owned()])),
         metrics: Arc::new(Metrics::new()),
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
-        openapi: openapi::document().into(),
+        openapi: openapi::document(["fix"]).into(),
     };
     router(state, BODY_LIMIT)
 }
@@ -559,6 +559,11 @@ async fn openapi_metrics_health_and_readiness_answer_without_credentials() {
         doc.json["components"]["securitySchemes"]["bearer"]["scheme"],
         json!("bearer")
     );
+    let server = &doc.json["components"]["schemas"]["SubmitBody"]["properties"]["server"];
+    assert_eq!(server["enum"], json!(["fix"]), "{server}");
+    let links =
+        &doc.json["paths"]["/v1/threads/{thread}/tasks"]["post"]["responses"]["201"]["links"];
+    assert_eq!(links["detail"]["operationId"], json!("detail"), "{links}");
     let health = call(&app, Method::GET, "/healthz", None, None).await;
     assert_eq!(
         (health.status, health.text.as_str()),

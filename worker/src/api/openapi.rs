@@ -8,6 +8,7 @@ use super::shapes::{
 };
 use super::tasks;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
 
 /// The worker's API.
@@ -55,9 +56,53 @@ impl Modify for BearerScheme {
     }
 }
 
-/// The document as JSON text.
-pub fn document() -> String {
-    ApiDoc::openapi()
-        .to_json()
-        .unwrap_or_else(|_| "{}".to_owned())
+/// The document as JSON text, with the submit body's `server` limited to `servers` (the
+/// configured MCP server ids), so clients and fuzzers see what this worker accepts.
+pub fn document<'a>(servers: impl IntoIterator<Item = &'a str>) -> String {
+    let mut doc = ApiDoc::openapi();
+    let servers: Vec<&str> = servers.into_iter().collect();
+    let server = doc
+        .components
+        .as_mut()
+        .and_then(|c| c.schemas.get_mut("SubmitBody"))
+        .and_then(|s| match s {
+            RefOr::T(Schema::Object(body)) => body.properties.get_mut("server"),
+            _ => None,
+        });
+    if let Some(RefOr::T(Schema::Object(server))) = server {
+        server.enum_values = Some(servers.iter().map(|s| (*s).into()).collect());
+    }
+    let mut json = serde_json::to_value(&doc).unwrap_or_default();
+    fix_links(&mut json);
+    json.to_string()
+}
+
+/// utoipa 5.5 writes a link's fields in snake case (`operation_id`); OpenAPI spells them in
+/// camel case (`operationId`), and clients ignore a link without it.
+fn fix_links(doc: &mut serde_json::Value) {
+    let Some(paths) = doc.get_mut("paths").and_then(|p| p.as_object_mut()) else {
+        return;
+    };
+    let responses = paths
+        .values_mut()
+        .filter_map(|item| item.as_object_mut())
+        .flat_map(|item| item.values_mut())
+        .filter_map(|op| op.get_mut("responses").and_then(|r| r.as_object_mut()))
+        .flat_map(|r| r.values_mut());
+    for response in responses {
+        let Some(links) = response.get_mut("links").and_then(|l| l.as_object_mut()) else {
+            continue;
+        };
+        for link in links.values_mut().filter_map(|l| l.as_object_mut()) {
+            for (from, to) in [
+                ("operation_id", "operationId"),
+                ("operation_ref", "operationRef"),
+                ("request_body", "requestBody"),
+            ] {
+                if let Some(v) = link.remove(from) {
+                    link.insert(to.to_owned(), v);
+                }
+            }
+        }
+    }
 }

@@ -15,15 +15,23 @@ use utoipa::ToSchema;
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitBody {
-    /// The MCP server, by the id the worker's configuration gives it.
+    /// The MCP server, by the id the worker's configuration gives it (the document served by a
+    /// worker lists its servers).
+    #[schema(min_length = 1, max_length = 200)]
     pub server: String,
     /// The tool to call on that server.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+    )]
     pub tool: String,
     /// The tool's arguments (a JSON object; default `{}`).
     #[serde(default)]
     #[schema(value_type = Object)]
     pub arguments: serde_json::Map<String, serde_json::Value>,
     /// A name for the task (1 to 200 characters), shown in listings and usable to cancel it.
+    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\u0000]+$")]
     pub name: String,
 }
 
@@ -32,6 +40,7 @@ pub struct SubmitBody {
 #[serde(deny_unknown_fields)]
 pub struct CancelByName {
     /// The exact name of one of the caller's active tasks in this thread.
+    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\u0000]+$")]
     pub name: String,
 }
 

@@ -77,10 +77,16 @@ fn invalid_thread() -> ApiError {
     post,
     path = "/v1/threads/{thread}/tasks",
     tag = "tasks",
-    params(("thread" = String, Path, description = "The conversation the task is bound to")),
+    params(("thread" = String, Path, description = "The conversation the task is bound to", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")),
     request_body = SubmitBody,
     responses(
-        (status = 201, description = "Started and persisted", body = Submitted),
+        (status = 201, description = "Started and persisted", body = Submitted, links(
+            ("detail" = (operation_id = "detail", parameters(
+                ("thread" = "$request.path.thread"), ("task" = "$response.body#/task_id")))),
+            ("cancel" = (operation_id = "cancel_by_id", parameters(
+                ("thread" = "$request.path.thread"), ("task" = "$response.body#/task_id")))),
+            ("list" = (operation_id = "list", parameters(("thread" = "$request.path.thread"))))
+        )),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Missing or unknown credentials", body = ErrorBody),
         (status = 409, description = "The server returned a task that is already tracked", body = ErrorBody),
@@ -148,7 +154,7 @@ fn command<T>(st: &AppState<T>, scope: Scope, body: SubmitBody) -> Result<Submit
     get,
     path = "/v1/threads/{thread}/tasks",
     tag = "tasks",
-    params(("thread" = String, Path, description = "The conversation"), ListQuery),
+    params(("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"), ListQuery),
     responses(
         (status = 200, description = "At most `limit` tasks, newest first", body = TaskList),
         (status = 400, description = "Malformed query", body = ErrorBody),
@@ -190,8 +196,8 @@ pub async fn list<T: TaskService>(
     path = "/v1/threads/{thread}/tasks/{task}",
     tag = "tasks",
     params(
-        ("thread" = String, Path, description = "The conversation"),
-        ("task" = String, Path, description = "The task's id"),
+        ("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
+        ("task" = String, Path, description = "The task's id", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
     ),
     responses(
         (status = 200, description = "The task", body = TaskDetailBody),
@@ -223,8 +229,8 @@ pub async fn detail<T: TaskService>(
     path = "/v1/threads/{thread}/tasks/{task}/cancel",
     tag = "tasks",
     params(
-        ("thread" = String, Path, description = "The conversation"),
-        ("task" = String, Path, description = "The task's id"),
+        ("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
+        ("task" = String, Path, description = "The task's id", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
     ),
     responses(
         (status = 200, description = "What the request did", body = Cancelled),
@@ -249,7 +255,7 @@ pub async fn cancel_by_id<T: TaskService>(
     post,
     path = "/v1/threads/{thread}/cancel",
     tag = "tasks",
-    params(("thread" = String, Path, description = "The conversation")),
+    params(("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")),
     request_body = CancelByName,
     responses(
         (status = 200, description = "What the request did", body = Cancelled),
