@@ -517,6 +517,13 @@ async fn stop_under_load(
     stops
 }
 
+/// The value of an unlabelled sample in a metrics exposition (0 if absent).
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// The log lines at WARN or ERROR (JSON lines).
 fn warnings(log: &str) -> Vec<&str> {
     log.lines()
@@ -633,6 +640,12 @@ async fn two_workers_deliver_every_state_once_through_a_kill_and_a_stop() {
     }
     check_rows(&rows, &cases);
     check_isolation(&workers, &cases, &mut answers).await;
+    let mut latency = (0.0, 0.0);
+    for w in &workers {
+        let text = w.http_text("/metrics").await;
+        latency.0 += metric(&text, "tasklatch_notification_latency_seconds_sum");
+        latency.1 += metric(&text, "tasklatch_notification_latency_seconds_count");
+    }
     for w in &mut workers {
         let (took, status) = w.term().await;
         assert!(
@@ -675,12 +688,15 @@ async fn two_workers_deliver_every_state_once_through_a_kill_and_a_stop() {
     eprintln!(
         "{} tasks, {} runs, each state once; worker-b stopped in {stop_took:?} releasing {} leases \
          uncounted; worker-a under load stopped (time, leases released uncounted) {stops:?}, no \
-         failure counted after the restarts; busy (409) answers {}; peers and workers up in \
-         {:.1} s; total {:.1} s",
+         failure counted after the restarts; busy (409) answers {}; notification latency \
+         (due → run started) mean {:.1} ms over the last incarnations' {} launches; peers and \
+         workers up in {:.1} s; total {:.1} s",
         cases.len(),
         cases.iter().map(|c| c.expected().len()).sum::<usize>(),
         released.unwrap_or_default(),
         overview.busy_total,
+        1_000.0 * latency.0 / latency.1.max(1.0),
+        latency.1,
         peers_up.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );

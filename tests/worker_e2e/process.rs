@@ -1,6 +1,8 @@
 //! One `tasklatch worker` process of the end-to-end test: its config file, its log (kept
 //! across restarts, so every incarnation's lines can be searched), SIGKILL, SIGTERM with the
-//! time it took to exit, and an HTTP client for its API.
+//! time it took to exit, and an HTTP client for its API. (Shared by several test targets, each
+//! using part of it.)
+#![allow(dead_code)]
 
 use serde_json::Value;
 use std::fs::OpenOptions;
@@ -100,21 +102,42 @@ impl Worker {
         }
     }
 
+    /// Sends SIGTERM without waiting.
+    pub fn send_term(&self) {
+        let child = self
+            .child
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} is not running", self.name));
+        signal(child.id(), "-TERM");
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
     /// SIGTERM, then waits for the exit; returns how long it took and the exit status.
     pub async fn term(&mut self) -> (Duration, std::process::ExitStatus) {
+        let sent = Instant::now();
+        self.send_term();
+        self.wait_exit(sent).await
+    }
+
+    /// Waits for the exit; returns the time since `since` and the exit status.
+    pub async fn wait_exit(&mut self, since: Instant) -> (Duration, std::process::ExitStatus) {
         let mut child = self
             .child
             .take()
             .unwrap_or_else(|| panic!("{} is not running", self.name));
-        let sent = Instant::now();
-        signal(child.id(), "-TERM");
         loop {
             if let Ok(Some(status)) = child.try_wait() {
-                return (sent.elapsed(), status);
+                return (since.elapsed(), status);
             }
-            if sent.elapsed() > EXIT_WITHIN {
+            if since.elapsed() > EXIT_WITHIN {
                 let _ = child.kill();
-                panic!("{} ignored SIGTERM:\n{}", self.name, self.log_tail());
+                panic!("{} did not exit:\n{}", self.name, self.log_tail());
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -135,6 +158,13 @@ impl Worker {
     /// `http://127.0.0.1:PORT` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The body of `GET path` as text.
+    pub async fn http_text(&self, path: &str) -> String {
+        let res = self.http.get(self.url(path)).send().await;
+        let res = res.unwrap_or_else(|e| panic!("{} {path}: {e}", self.name));
+        res.text().await.unwrap_or_default()
     }
 
     /// An API call: status and JSON body (`Null` when the body is not JSON).

@@ -9,8 +9,9 @@
 //! Stop, on the first SIGTERM/SIGINT: readiness turns false; every engine is told to shut down
 //! (`Engine::begin_shutdown`: nothing new is started, rows claimed but not acted on are
 //! released without counting a failure, calls in flight finish and write); the lanes stop
-//! after their current pass; the API stops accepting connections and finishes the requests in
-//! flight; the wake-up listener stops. The process exits when all of that is done, or after
+//! after their current pass and the wake-up listener stops; then the API, which answered
+//! meanwhile (`/readyz` with 503), stops accepting connections and finishes the requests in
+//! flight. The process exits when all of that is done, or after
 //! nine tenths of the shortest lease, whichever comes first. A second signal exits at once.
 
 use crate::api::health::Health;
@@ -120,10 +121,12 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
         stale_after(&settings),
     ));
     let state = app_state(&settings, &engines, ids, &metrics, &health);
+    // The API outlives the lanes: it answers (readiness 503 included) until they are done.
+    let (api_stop_tx, api_stop_rx) = watch::channel(false);
     tasks.spawn(serve(
         listener,
         router(state, settings.max_body_bytes),
-        stop_rx,
+        api_stop_rx,
     ));
     tracing::info!(lanes = engines.len(), listen = %settings.listen, wakeups = settings.wakeups, "worker started");
 
@@ -138,7 +141,7 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
         e.begin_shutdown();
     }
     let _ = stop_tx.send(true);
-    stop(lanes, tasks, shortest_lease(&settings.policy)).await;
+    stop(lanes, tasks, api_stop_tx, shortest_lease(&settings.policy)).await;
     pool.close().await;
     Ok(())
 }
@@ -234,14 +237,21 @@ fn stale_after(settings: &Settings) -> Duration {
     settings.tick * 3 + settings.policy.min_lease_left * 3
 }
 
-/// Waits for the lanes and the other tasks, at most nine tenths of `lease`.
-async fn stop(mut lanes: JoinSet<LaneSummary>, mut tasks: JoinSet<()>, lease: Duration) {
+/// Waits for the lanes, then stops the API and waits for it and the listener; at most nine
+/// tenths of `lease` in all.
+async fn stop(
+    mut lanes: JoinSet<LaneSummary>,
+    mut tasks: JoinSet<()>,
+    api_stop: watch::Sender<bool>,
+    lease: Duration,
+) {
     let deadline = lease * 9 / 10;
     let drained = tokio::time::timeout(deadline, async {
         let mut released = 0;
         while let Some(done) = lanes.join_next().await {
             released += done.map(|s| s.released_at_stop).unwrap_or_default();
         }
+        let _ = api_stop.send(true);
         while tasks.join_next().await.is_some() {}
         released
     })
