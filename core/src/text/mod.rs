@@ -12,8 +12,8 @@
 //! [`END_MARKER`], so a frame always holds exactly one marker of each; [`notification_prompt`]
 //! puts our trusted instruction outside that frame. [`PublicTask`] and [`ContextEntry`] are
 //! whitelists built field by field ([`TaskDetail`] for the detail view too): they have no
-//! field a secret could land in. All of it is
-//! deterministic, idempotent and total (no panic on any input).
+//! field a secret could land in. All of it is deterministic, idempotent and total (no panic on
+//! any input).
 
 mod detail;
 mod frame;
