@@ -23,6 +23,12 @@ enum Command {
     Bench(cli::bench::BenchArgs),
     /// Apply the Postgres schema.
     Migrate(cli::migrate::MigrateArgs),
+    /// Run the worker: the loops on Postgres, the HTTP API, metrics (see tasklatch.example.toml).
+    Worker(cli::worker::WorkerArgs),
+    /// Operator views of one owner's tasks in one thread: list, show, cancel.
+    Tasks(cli::tasks::TasksArgs),
+    /// Operator view of dead letters.
+    DeadLetters(cli::tasks::DeadLettersArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +38,9 @@ fn main() -> ExitCode {
         Command::Stress(args) => cli::stress::run_cli(args),
         Command::Bench(args) => cli::bench::run_cli(args),
         Command::Migrate(args) => cli::migrate::run_cli(args),
+        Command::Worker(args) => cli::worker::run_cli(args),
+        Command::Tasks(args) => cli::tasks::run_tasks(args),
+        Command::DeadLetters(args) => cli::tasks::run_dead_letters(args),
     };
     match result {
         Ok(code) => code,

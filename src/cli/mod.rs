@@ -4,3 +4,5 @@ pub mod bench;
 pub mod migrate;
 pub mod sim;
 pub mod stress;
+pub mod tasks;
+pub mod worker;

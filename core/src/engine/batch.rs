@@ -45,12 +45,15 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                     match write(vec![w.clone()]).await {
                         Ok(outcomes) => tally(std::slice::from_ref(&w), &outcomes, report),
                         Err(StoreError::Unavailable(_)) => report.store_errors += 1,
-                        Err(e) => poisoned.push(Release {
-                            task_id: w.task_id().clone(),
-                            lease: w.lease().clone(),
-                            retry_at: self.clock.now().plus(self.policy.release_backoff),
-                            error: Some(format!("unexpected store error: {e}")),
-                        }),
+                        Err(e) => {
+                            tracing::warn!(loop_kind = kind.as_str(), task = %w.task_id(), error = %e, "row write rejected; releasing with a counted error");
+                            poisoned.push(Release {
+                                task_id: w.task_id().clone(),
+                                lease: w.lease().clone(),
+                                retry_at: self.clock.now().plus(self.policy.release_backoff),
+                                error: Some(format!("unexpected store error: {e}")),
+                            })
+                        }
                     }
                 }
                 self.release_batch(kind, poisoned, report).await;

@@ -28,6 +28,7 @@ use crate::store::{ClaimRequest, Claimed, Store};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// What one loop pass did.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
@@ -42,6 +43,8 @@ pub struct LoopReport {
     pub released: usize,
     /// Store calls that failed (the store was unreachable or rejected the batch).
     pub store_errors: usize,
+    /// How long the pass took by the engine's clock, claim to last write.
+    pub elapsed: Duration,
 }
 
 /// What [`Engine::run_once`] did, per loop.
@@ -113,14 +116,27 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
 
     /// One pass of every loop: compensations, then cancel, poll and notify.
     pub async fn run_once(&self) -> PassReport {
+        // Instrumented, not entered: a span entered across an await leaks into whatever else
+        // runs on the thread meanwhile.
         let span = tracing::debug_span!("pass", worker = %self.worker);
-        let _enter = span.enter();
-        PassReport {
-            compensated: self.compensate_pending().await,
-            cancel: self.cancel_pass().await,
-            poll: self.poll_pass().await,
-            notify: self.notify_pass().await,
+        async {
+            PassReport {
+                compensated: self.compensate_pending().await,
+                cancel: self.timed(self.cancel_pass()).await,
+                poll: self.timed(self.poll_pass()).await,
+                notify: self.timed(self.notify_pass()).await,
+            }
         }
+        .instrument(span)
+        .await
+    }
+
+    /// Runs one loop's pass and records how long it took.
+    async fn timed(&self, pass: impl std::future::Future<Output = LoopReport>) -> LoopReport {
+        let started = self.clock.now();
+        let mut report = pass.await;
+        report.elapsed = self.clock.now().since(started);
+        report
     }
 
     /// Asks the engine to stop: rows claimed from now on, and rows not yet acted on, are

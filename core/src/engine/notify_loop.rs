@@ -73,7 +73,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             match self.launcher.run_status(&c.row.identity.thread, run).await {
                 Ok(RunStatus::Pending | RunStatus::Running) => NotifyAction::RunPending,
                 Ok(RunStatus::Success) => NotifyAction::RunSucceeded,
-                Ok(failed) => NotifyAction::RunFailed(format!("run ended: {}", failed.as_str())),
+                Ok(failed) => {
+                    NotifyAction::RunFailed(format!("run {run} ended: {}", failed.as_str()))
+                }
                 Err(e) => NotifyAction::LookupFailed(e),
             }
         } else {

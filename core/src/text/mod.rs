@@ -11,9 +11,11 @@
 //! forged boundary markers; [`frame`] wraps neutralised text between [`BEGIN_MARKER`] and
 //! [`END_MARKER`], so a frame always holds exactly one marker of each; [`notification_prompt`]
 //! puts our trusted instruction outside that frame. [`PublicTask`] and [`ContextEntry`] are
-//! whitelists built field by field: they have no field a secret could land in. All of it is
-//! deterministic, idempotent and total (no panic on any input).
+//! whitelists built field by field ([`TaskDetail`] for the detail view too): they have no
+//! field a secret could land in. All of it is deterministic, idempotent and total (no panic on
+//! any input).
 
+mod detail;
 mod frame;
 mod neutralise;
 mod prompt;
@@ -21,6 +23,7 @@ mod public;
 #[cfg(test)]
 mod test_support;
 
+pub use detail::{TaskDetail, MAX_DETAIL_PREVIEW};
 pub use frame::{count_markers, frame, BEGIN_MARKER, END_MARKER};
 pub use neutralise::{neutralise, DENIED_TAGS};
 pub use prompt::{notification_prompt, NOTIFICATION_INSTRUCTION};

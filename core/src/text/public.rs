@@ -100,7 +100,7 @@ pub fn context_projection(rows: &[TaskRow]) -> Vec<ContextEntry> {
 }
 
 /// Untrusted text of `row` made fit to show: the row's secrets cut out, then neutralised.
-fn public_text(row: &TaskRow, text: &str) -> String {
+pub(super) fn public_text(row: &TaskRow, text: &str) -> String {
     neutralise(&row.identity.handle.redact(text))
 }
 

@@ -1,0 +1,128 @@
+//! Liveness (`/healthz`), readiness (`/readyz`), metrics (`/metrics`) and the OpenAPI
+//! document (`/openapi.json`). None needs credentials; none shows a secret.
+//!
+//! Ready means: not shutting down; the database answers within 2 s and its schema is one this
+//! worker runs on; and every lane has started or ended a pass recently — within
+//! `3 × tick + 3 × min_lease_left` (a pass runs three loops, and a loop's external calls end
+//! within `min_lease_left` of starting).
+
+use super::{AppState, TaskService};
+use crate::clock::SystemClock;
+use crate::lane::Heartbeat;
+use crate::metrics::CONTENT_TYPE;
+use crate::schema;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::Json;
+use serde::Serialize;
+use sqlx::PgPool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tasklatch_core::ports::Clock;
+use utoipa::ToSchema;
+
+/// How long the database may take to answer a readiness check.
+const DB_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What readiness looks at.
+pub struct Health {
+    pool: PgPool,
+    heartbeats: Vec<Arc<Heartbeat>>,
+    stale_after: Duration,
+    stopping: AtomicBool,
+}
+
+impl Health {
+    /// Readiness over `pool` and the lanes' `heartbeats`; a lane silent for longer than
+    /// `stale_after` makes the worker unready.
+    pub fn new(pool: PgPool, heartbeats: Vec<Arc<Heartbeat>>, stale_after: Duration) -> Self {
+        Health {
+            pool,
+            heartbeats,
+            stale_after,
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// From now on the worker reports itself unready (it is shutting down).
+    pub fn stopping(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// What keeps the worker from being ready (empty when ready).
+    pub async fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.stopping.load(Ordering::SeqCst) {
+            problems.push("shutting down".to_owned());
+        }
+        match tokio::time::timeout(DB_CHECK_TIMEOUT, schema::check(&self.pool)).await {
+            Ok(Ok(state)) if state.runnable() => {}
+            Ok(Ok(state)) => problems.push(state.explain()),
+            Ok(Err(_)) | Err(_) => problems.push("the database does not answer".to_owned()),
+        }
+        let now = SystemClock.now();
+        for (i, beat) in self.heartbeats.iter().enumerate() {
+            let silent = now.since(beat.last());
+            if silent > self.stale_after {
+                problems.push(format!(
+                    "lane {i} has not passed for {} s",
+                    silent.as_secs()
+                ));
+            }
+        }
+        problems
+    }
+}
+
+/// The readiness answer.
+#[derive(Serialize, ToSchema)]
+pub struct Readiness {
+    /// Whether the worker is ready.
+    pub ready: bool,
+    /// What keeps it from being ready.
+    pub problems: Vec<String>,
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "operations", security(()),
+    responses((status = 200, description = "The process is alive", body = String)))]
+pub async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// Readiness: database reachable, schema current, loops passing.
+#[utoipa::path(get, path = "/readyz", tag = "operations", security(()),
+    responses(
+        (status = 200, description = "Ready", body = Readiness),
+        (status = 503, description = "Not ready, and why", body = Readiness),
+    ))]
+pub async fn readyz<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoResponse {
+    let problems = st.health.problems().await;
+    let status = if problems.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let ready = problems.is_empty();
+    (status, Json(Readiness { ready, problems }))
+}
+
+/// The worker's metrics in the Prometheus text format.
+#[utoipa::path(get, path = "/metrics", tag = "operations", security(()),
+    responses((status = 200, description = "OpenMetrics text", body = String,
+        content_type = "application/openmetrics-text")))]
+pub async fn metrics<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], st.metrics.render())
+}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations", security(()),
+    responses((status = 200, description = "The OpenAPI document", body = Object)))]
+pub async fn openapi<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        st.openapi.to_string(),
+    )
+}

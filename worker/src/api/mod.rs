@@ -1,0 +1,173 @@
+//! The HTTP API for agents and UIs (axum), with its OpenAPI document at `/openapi.json`.
+//!
+//! | method | path | what |
+//! |---|---|---|
+//! | POST | `/v1/threads/{thread}/tasks` | submit (server, tool, arguments, name) → 201 |
+//! | GET | `/v1/threads/{thread}/tasks?limit=N` | the caller's tasks in the thread, newest first (default 20, at most 100) |
+//! | GET | `/v1/threads/{thread}/tasks/{task}` | detail (whitelisted) |
+//! | POST | `/v1/threads/{thread}/tasks/{task}/cancel` | cancel by id |
+//! | POST | `/v1/threads/{thread}/cancel` | cancel by name (`{"name": …}`) |
+//! | GET | `/openapi.json`, `/metrics`, `/healthz`, `/readyz` | no authentication |
+//!
+//! Every task call is scoped to (owner, thread): the owner comes from authentication
+//! ([`auth`]), the thread from the path; a task outside that scope is 404 "not found", exactly
+//! like a task that does not exist. Bodies are bounded (`http.max_body_bytes`); malformed input
+//! is 400/413/415/422 with a JSON message; a store failure is 503 — never a 500.
+
+pub mod auth;
+mod error;
+pub mod health;
+pub mod openapi;
+pub mod shapes;
+mod tasks;
+
+pub use error::{ApiError, ErrorBody};
+
+use crate::config::Auth;
+use crate::metrics::Metrics;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::Router;
+use health::Health;
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::Arc;
+use tasklatch_core::engine::{Engine, SubmitCommand, SubmitError};
+use tasklatch_core::ids::{IdSource, TaskId};
+use tasklatch_core::ports::{Clock, Driver, Launcher};
+use tasklatch_core::store::{CancelOutcome, CancelTarget, Scope, Store, StoreError};
+use tasklatch_core::task::TaskRow;
+
+/// What the API needs from the engine: submit (with its compensation) and the scoped calls.
+pub trait TaskService: Send + Sync + 'static {
+    /// Starts and persists a task (`Engine::submit`).
+    fn submit(
+        &self,
+        ids: &dyn IdSource,
+        cmd: SubmitCommand,
+    ) -> impl Future<Output = Result<TaskId, SubmitError>> + Send;
+    /// The caller's tasks in the thread, newest first.
+    fn rows(&self, scope: &Scope) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
+    /// One of the caller's tasks.
+    fn row(
+        &self,
+        scope: &Scope,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRow>, StoreError>> + Send;
+    /// Records a cancel request.
+    fn cancel(
+        &self,
+        scope: &Scope,
+        target: &CancelTarget,
+    ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
+}
+
+impl<S, D, L, C> TaskService for Engine<S, D, L, C>
+where
+    S: Store + 'static,
+    D: Driver + 'static,
+    L: Launcher + 'static,
+    C: Clock + 'static,
+{
+    fn submit(
+        &self,
+        ids: &dyn IdSource,
+        cmd: SubmitCommand,
+    ) -> impl Future<Output = Result<TaskId, SubmitError>> + Send {
+        Engine::submit(self, ids, cmd)
+    }
+
+    fn rows(&self, scope: &Scope) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send {
+        self.store().list_tasks(scope)
+    }
+
+    fn row(
+        &self,
+        scope: &Scope,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRow>, StoreError>> + Send {
+        self.store().get_task(scope, id)
+    }
+
+    async fn cancel(
+        &self,
+        scope: &Scope,
+        target: &CancelTarget,
+    ) -> Result<CancelOutcome, StoreError> {
+        Engine::cancel(self, scope, target)
+            .await
+            .map_err(|e| match e {
+                tasklatch_core::engine::ApiError::Store(e) => e,
+                tasklatch_core::engine::ApiError::NotFound => {
+                    StoreError::Invalid("cancel answered not-found as an error".into())
+                }
+            })
+    }
+}
+
+/// What every handler can reach.
+pub struct AppState<T> {
+    /// The engine that serves submits (lane 0's: its passes retry failed compensations).
+    pub tasks: Arc<T>,
+    /// Fresh task ids.
+    pub ids: Arc<dyn IdSource>,
+    /// How callers are authenticated.
+    pub auth: Arc<Auth>,
+    /// The configured MCP server ids (a submit naming another is refused before any call).
+    pub servers: Arc<BTreeSet<String>>,
+    /// The worker's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Liveness and readiness.
+    pub health: Arc<Health>,
+    /// The OpenAPI document, rendered once.
+    pub openapi: Arc<str>,
+}
+
+impl<T> Clone for AppState<T> {
+    fn clone(&self) -> Self {
+        AppState {
+            tasks: self.tasks.clone(),
+            ids: self.ids.clone(),
+            auth: self.auth.clone(),
+            servers: self.servers.clone(),
+            metrics: self.metrics.clone(),
+            health: self.health.clone(),
+            openapi: self.openapi.clone(),
+        }
+    }
+}
+
+/// The whole API, with request bodies limited to `max_body_bytes`.
+pub fn router<T: TaskService>(state: AppState<T>, max_body_bytes: usize) -> Router {
+    Router::new()
+        .route(
+            "/v1/threads/{thread}/tasks",
+            post(tasks::submit::<T>).get(tasks::list::<T>),
+        )
+        .route("/v1/threads/{thread}/tasks/{task}", get(tasks::detail::<T>))
+        .route(
+            "/v1/threads/{thread}/tasks/{task}/cancel",
+            post(tasks::cancel_by_id::<T>),
+        )
+        .route(
+            "/v1/threads/{thread}/cancel",
+            post(tasks::cancel_by_name::<T>),
+        )
+        .route("/openapi.json", get(health::openapi::<T>))
+        .route("/metrics", get(health::metrics::<T>))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz::<T>))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found()
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+}

@@ -1,0 +1,306 @@
+//! The task calls: submit, list, detail, cancel by id and by name. Each one is scoped to the
+//! authenticated owner and the thread in the path.
+
+use super::auth::Caller;
+use super::error::{ApiError, ErrorBody};
+use super::shapes::{
+    CancelByName, Cancelled, SubmitBody, Submitted, Task, TaskDetailBody, TaskList,
+};
+use super::{AppState, TaskService};
+use crate::config::valid_id;
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use tasklatch_core::engine::{SubmitCommand, SubmitError};
+use tasklatch_core::ids::{ServerId, TaskId, ThreadId};
+use tasklatch_core::policy::{MAX_ID, MAX_NAME};
+use tasklatch_core::store::{CancelOutcome, CancelTarget, Scope};
+use tasklatch_core::text::{neutralise, PublicTask, TaskDetail};
+use utoipa::IntoParams;
+
+/// Tasks listed when no limit is given.
+const DEFAULT_LIMIT: usize = 20;
+/// Tasks listed at most.
+const MAX_LIMIT: usize = 100;
+
+/// The list's query.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// How many tasks, newest first (1 to 100, default 20).
+    #[param(minimum = 1, maximum = 100)]
+    limit: Option<usize>,
+}
+
+/// `/v1/threads/{thread}/tasks` as a scope, or `missing` when the thread cannot exist.
+fn scope_of(
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    missing: fn() -> ApiError,
+) -> Result<Scope, ApiError> {
+    let Path(thread) = path?;
+    if !valid_id(&thread) {
+        return Err(missing());
+    }
+    Ok(Scope {
+        owner: caller.0,
+        thread: ThreadId::from(thread),
+    })
+}
+
+/// `/v1/threads/{thread}/tasks/{task}` as a scope and a task id (404 if either cannot exist).
+fn scoped_task(
+    caller: Caller,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<(Scope, TaskId), ApiError> {
+    let Path((thread, task)) = path?;
+    if !valid_id(&thread) || !valid_id(&task) {
+        return Err(ApiError::not_found());
+    }
+    let scope = Scope {
+        owner: caller.0,
+        thread: ThreadId::from(thread),
+    };
+    Ok((scope, TaskId::from(task)))
+}
+
+fn invalid_thread() -> ApiError {
+    ApiError::invalid(format!(
+        "the thread id must be 1 to {MAX_ID} characters without control characters"
+    ))
+}
+
+/// Submit a task.
+#[utoipa::path(
+    post,
+    path = "/v1/threads/{thread}/tasks",
+    tag = "tasks",
+    params(("thread" = String, Path, description = "The conversation the task is bound to", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")),
+    request_body = SubmitBody,
+    responses(
+        (status = 201, description = "Started and persisted", body = Submitted, links(
+            ("detail" = (operation_id = "detail", parameters(
+                ("thread" = "$request.path.thread"), ("task" = "$response.body#/task_id")))),
+            ("cancel" = (operation_id = "cancel_by_id", parameters(
+                ("thread" = "$request.path.thread"), ("task" = "$response.body#/task_id")))),
+            ("list" = (operation_id = "list", parameters(("thread" = "$request.path.thread"))))
+        )),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Missing or unknown credentials", body = ErrorBody),
+        (status = 409, description = "The server returned a task that is already tracked", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "A field breaks a rule, or the server is unknown", body = ErrorBody),
+        (status = 502, description = "The remote server did not accept the task", body = ErrorBody),
+        (status = 503, description = "The task store is unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn submit<T: TaskService>(
+    State(st): State<AppState<T>>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    body: Result<Json<SubmitBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Submitted>), ApiError> {
+    let scope = scope_of(caller, path, invalid_thread)?;
+    let Json(body) = body?;
+    let cmd = command(&st, scope, body)?;
+    let (server, tool) = (cmd.server.clone(), cmd.tool.clone());
+    let id = st
+        .tasks
+        .submit(st.ids.as_ref(), cmd)
+        .await
+        .map_err(|e| match e {
+            SubmitError::Invalid(m) => ApiError::invalid(m),
+            SubmitError::Remote(m) => ApiError::new(StatusCode::BAD_GATEWAY, neutralise(&m)),
+            SubmitError::Duplicate => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            SubmitError::Store(_) => ApiError::unavailable(),
+        })?;
+    st.metrics.submitted();
+    tracing::info!(task = %id, server = %server, tool = %tool, "task submitted");
+    Ok((StatusCode::CREATED, Json(Submitted { task_id: id.0 })))
+}
+
+fn command<T>(st: &AppState<T>, scope: Scope, body: SubmitBody) -> Result<SubmitCommand, ApiError> {
+    if !st.servers.contains(&body.server) {
+        return Err(ApiError::invalid(
+            "unknown server: not one of the configured MCP servers",
+        ));
+    }
+    if !valid_id(&body.tool) {
+        return Err(ApiError::invalid(format!(
+            "tool must be 1 to {MAX_ID} characters without control characters"
+        )));
+    }
+    let name_len = body.name.chars().count();
+    if name_len == 0 || name_len > MAX_NAME || body.name.contains('\0') {
+        return Err(ApiError::invalid(format!(
+            "name must be 1 to {MAX_NAME} characters without NUL"
+        )));
+    }
+    Ok(SubmitCommand {
+        scope,
+        server: ServerId::from(body.server),
+        name: body.name,
+        tool: body.tool,
+        arguments: serde_json::Value::Object(body.arguments).to_string(),
+    })
+}
+
+/// List the caller's tasks in a thread, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/threads/{thread}/tasks",
+    tag = "tasks",
+    params(("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"), ListQuery),
+    responses(
+        (status = 200, description = "At most `limit` tasks, newest first", body = TaskList),
+        (status = 400, description = "Malformed query", body = ErrorBody),
+        (status = 401, description = "Missing or unknown credentials", body = ErrorBody),
+        (status = 404, description = "No such thread can exist", body = ErrorBody),
+        (status = 422, description = "limit out of range", body = ErrorBody),
+        (status = 503, description = "The task store is unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list<T: TaskService>(
+    State(st): State<AppState<T>>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<TaskList>, ApiError> {
+    let scope = scope_of(caller, path, ApiError::not_found)?;
+    let Query(query) = query?;
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::invalid(format!("limit must be 1 to {MAX_LIMIT}")));
+    }
+    let rows = st
+        .tasks
+        .rows(&scope)
+        .await
+        .map_err(|_| ApiError::unavailable())?;
+    let tasks = rows
+        .iter()
+        .take(limit)
+        .map(|r| Task::from(PublicTask::from_row(r)))
+        .collect();
+    Ok(Json(TaskList { tasks }))
+}
+
+/// One task's detail.
+#[utoipa::path(
+    get,
+    path = "/v1/threads/{thread}/tasks/{task}",
+    tag = "tasks",
+    params(
+        ("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
+        ("task" = String, Path, description = "The task's id", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
+    ),
+    responses(
+        (status = 200, description = "The task", body = TaskDetailBody),
+        (status = 400, description = "Malformed path", body = ErrorBody),
+        (status = 401, description = "Missing or unknown credentials", body = ErrorBody),
+        (status = 404, description = "No such task in the caller's scope", body = ErrorBody),
+        (status = 503, description = "The task store is unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn detail<T: TaskService>(
+    State(st): State<AppState<T>>,
+    caller: Caller,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<TaskDetailBody>, ApiError> {
+    let (scope, id) = scoped_task(caller, path)?;
+    let row = st
+        .tasks
+        .row(&scope, &id)
+        .await
+        .map_err(|_| ApiError::unavailable())?;
+    let row = row.ok_or_else(ApiError::not_found)?;
+    Ok(Json(TaskDetail::from_row(&row).into()))
+}
+
+/// Cancel a task by id.
+#[utoipa::path(
+    post,
+    path = "/v1/threads/{thread}/tasks/{task}/cancel",
+    tag = "tasks",
+    params(
+        ("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
+        ("task" = String, Path, description = "The task's id", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
+    ),
+    responses(
+        (status = 200, description = "What the request did", body = Cancelled),
+        (status = 400, description = "Malformed path", body = ErrorBody),
+        (status = 401, description = "Missing or unknown credentials", body = ErrorBody),
+        (status = 404, description = "No such task in the caller's scope", body = ErrorBody),
+        (status = 503, description = "The task store is unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn cancel_by_id<T: TaskService>(
+    State(st): State<AppState<T>>,
+    caller: Caller,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> Result<Json<Cancelled>, ApiError> {
+    let (scope, id) = scoped_task(caller, path)?;
+    cancel(&st, &scope, &CancelTarget::Id(id)).await
+}
+
+/// Cancel the caller's active task with this name in the thread.
+#[utoipa::path(
+    post,
+    path = "/v1/threads/{thread}/cancel",
+    tag = "tasks",
+    params(("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")),
+    request_body = CancelByName,
+    responses(
+        (status = 200, description = "What the request did", body = Cancelled),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Missing or unknown credentials", body = ErrorBody),
+        (status = 404, description = "No active task of that name in the caller's scope", body = ErrorBody),
+        (status = 409, description = "Several active tasks have that name; cancel by id", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "Wrong shape", body = ErrorBody),
+        (status = 503, description = "The task store is unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn cancel_by_name<T: TaskService>(
+    State(st): State<AppState<T>>,
+    caller: Caller,
+    path: Result<Path<String>, PathRejection>,
+    body: Result<Json<CancelByName>, JsonRejection>,
+) -> Result<Json<Cancelled>, ApiError> {
+    let scope = scope_of(caller, path, ApiError::not_found)?;
+    let Json(body) = body?;
+    if body.name.is_empty() || body.name.chars().count() > MAX_NAME || body.name.contains('\0') {
+        return Err(ApiError::not_found());
+    }
+    cancel(&st, &scope, &CancelTarget::Name(body.name)).await
+}
+
+async fn cancel<T: TaskService>(
+    st: &AppState<T>,
+    scope: &Scope,
+    target: &CancelTarget,
+) -> Result<Json<Cancelled>, ApiError> {
+    let outcome = st
+        .tasks
+        .cancel(scope, target)
+        .await
+        .map_err(|_| ApiError::unavailable())?;
+    if let CancelOutcome::Ambiguous(n) = outcome {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("{n} active tasks have that name; cancel by id"),
+        ));
+    }
+    Cancelled::of(outcome)
+        .map(Json)
+        .ok_or_else(ApiError::not_found)
+}

@@ -1,0 +1,182 @@
+//! The file's shape: one struct per section, with the defaults an operator may leave out.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use tasklatch_agent_server::AgentServerConfig;
+use tasklatch_core::policy::Policy;
+use tasklatch_core::secret::Secret;
+use tasklatch_mcp::ServerConfig;
+
+/// The whole file.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Where the tasks are kept.
+    pub database: DatabaseSection,
+    /// How the loops run.
+    #[serde(default)]
+    pub loops: LoopsSection,
+    /// The engine's timings.
+    #[serde(default)]
+    pub engine: EngineSection,
+    /// The HTTP listener.
+    #[serde(default)]
+    pub http: HttpSection,
+    /// Who may call the API, and as which owner.
+    pub auth: AuthSection,
+    /// The MCP servers, by the id tasks name them with.
+    #[serde(default)]
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// The Agent Server that runs the notifications.
+    pub agent_server: AgentServerConfig,
+}
+
+/// `[database]`.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSection {
+    /// A `postgres://` URL. Secret (it may hold a password): never logged or shown.
+    pub url: Secret,
+    /// Connections in the pool (shared by the lanes and the API).
+    #[serde(default = "default_pool_size")]
+    pub pool_size: u32,
+    /// How long to wait for a connection, in milliseconds.
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+}
+
+fn default_pool_size() -> u32 {
+    10
+}
+
+fn default_connect_timeout_ms() -> u64 {
+    5_000
+}
+
+/// `[loops]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoopsSection {
+    /// Engines in this process, each with its own worker id (`host-pid-lane`).
+    pub lanes: usize,
+    /// Rows claimed per loop and pass.
+    pub batch_size: usize,
+    /// Each lane passes at least this often (milliseconds): the fallback when no wake-up comes.
+    pub tick_ms: u64,
+    /// Whether to `LISTEN` for wake-ups (channel `tasklatch_wakeup`).
+    pub wakeups: bool,
+}
+
+impl Default for LoopsSection {
+    fn default() -> Self {
+        LoopsSection {
+            lanes: 1,
+            batch_size: Policy::default().batch_size,
+            tick_ms: 1_000,
+            wakeups: true,
+        }
+    }
+}
+
+/// `[engine]`: the engine's timings in milliseconds (`tasklatch_core::policy::Policy`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSection {
+    /// Remote poll interval when the server gives no hint; the base of the poll backoff.
+    pub poll_interval_ms: u64,
+    /// Upper bound of the poll backoff.
+    pub max_poll_backoff_ms: u64,
+    /// How long a poll claim holds its lease.
+    pub poll_lease_ms: u64,
+    /// How long a notification claim holds its lease.
+    pub notify_lease_ms: u64,
+    /// How long a cancel claim holds its lease.
+    pub cancel_lease_ms: u64,
+    /// How soon a dispatched run is looked at again, and a busy (409) thread retried.
+    pub run_check_interval_ms: u64,
+    /// Base of the delivery and cancel backoff.
+    pub retry_base_ms: u64,
+    /// Upper bound of the delivery and cancel backoff.
+    pub max_retry_backoff_ms: u64,
+    /// Delay before retrying a row after an unexpected error.
+    pub release_backoff_ms: u64,
+    /// An external call starts only while this much of its lease is left.
+    pub min_lease_left_ms: u64,
+}
+
+impl Default for EngineSection {
+    /// Core's defaults, except `run_check_interval_ms` (2 s instead of 10 s): a run that ends
+    /// quickly is confirmed, and a busy thread retried, within two seconds.
+    fn default() -> Self {
+        let p = Policy::default();
+        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        EngineSection {
+            poll_interval_ms: ms(p.poll_interval),
+            max_poll_backoff_ms: ms(p.max_poll_backoff),
+            poll_lease_ms: ms(p.poll_lease),
+            notify_lease_ms: ms(p.notify_lease),
+            cancel_lease_ms: ms(p.cancel_lease),
+            run_check_interval_ms: 2_000,
+            retry_base_ms: ms(p.retry_base),
+            max_retry_backoff_ms: ms(p.max_retry_backoff),
+            release_backoff_ms: ms(p.release_backoff),
+            min_lease_left_ms: ms(p.min_lease_left),
+        }
+    }
+}
+
+/// `[http]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpSection {
+    /// The address to listen on, e.g. `127.0.0.1:8080`.
+    pub listen: String,
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection {
+            listen: "127.0.0.1:8080".into(),
+            max_body_bytes: 64 << 10,
+        }
+    }
+}
+
+/// How callers of the API are authenticated.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// `Authorization: Bearer <token>`; tokens are configured as SHA-256 hashes with an owner.
+    #[default]
+    Tokens,
+    /// A reverse proxy in front of the worker has authenticated the caller and names the owner
+    /// in a header. Only safe when nothing but that proxy can reach the listener.
+    TrustedProxy,
+}
+
+/// `[auth]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSection {
+    /// `tokens` (default) or `trusted_proxy`.
+    #[serde(default)]
+    pub mode: AuthMode,
+    /// Bearer tokens (mode `tokens`).
+    #[serde(default)]
+    pub tokens: Vec<TokenEntry>,
+    /// The header naming the owner (mode `trusted_proxy`), e.g. `x-forwarded-user`.
+    #[serde(default)]
+    pub proxy_header: Option<String>,
+}
+
+/// One API token: whose it is, and the SHA-256 of the token (lower-case hex).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    /// The owner a caller with this token acts as.
+    pub owner: String,
+    /// `sha256(token)` as 64 lower-case hex digits (`tasklatch worker hash-token`).
+    pub sha256: String,
+}

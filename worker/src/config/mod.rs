@@ -1,0 +1,20 @@
+//! The worker's configuration file (TOML), as an operator writes it.
+//!
+//! `tasklatch.example.toml` at the repository root documents every field. Sections:
+//! `[database]`, `[loops]`, `[engine]`, `[http]`, `[auth]`, `[servers.<id>]` (the MCP servers,
+//! `tasklatch_mcp::ServerConfig`) and `[agent_server]` (`tasklatch_agent_server`). Unknown
+//! fields are refused everywhere, so a typo is an error rather than a silently ignored setting.
+//!
+//! [`load`] reads the file, applies the environment overrides for secrets and checks
+//! everything into [`Settings`]; an error names the field at fault and never quotes a value.
+
+mod file;
+mod load;
+mod settings;
+
+pub use file::{
+    AuthMode, AuthSection, DatabaseSection, EngineSection, FileConfig, HttpSection, LoopsSection,
+    TokenEntry,
+};
+pub use load::{load, parse, ConfigError, DATABASE_URL_ENV, ENV_PREFIX};
+pub use settings::{shortest_lease, valid_id, Auth, DatabaseSettings, Settings};

@@ -1,0 +1,408 @@
+//! The checked configuration every part of the worker reads.
+//!
+//! [`Settings::check`] refuses anything the worker could not run safely with: limits out of
+//! range, timings that would let a call outlive its lease (every MCP request timeout and the
+//! launcher's call timeout must be below `min_lease_left`, itself below every lease), a pool
+//! too small for the lanes, an empty or malformed token list. Errors name the field.
+
+use super::file::{AuthMode, EngineSection, FileConfig, LoopsSection};
+use super::load::ConfigError;
+use sqlx::postgres::PgConnectOptions;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::Duration;
+use tasklatch_agent_server::AgentServerConfig;
+use tasklatch_core::ids::OwnerId;
+use tasklatch_core::policy::{Policy, MAX_BATCH, MAX_ID};
+use tasklatch_mcp::McpConfig;
+
+/// Lanes per process, at most.
+pub const MAX_LANES: usize = 16;
+/// Connections per pool, at most.
+pub const MAX_POOL_SIZE: u32 = 200;
+/// The shortest and longest tick.
+const TICK_RANGE_MS: (u64, u64) = (10, 60_000);
+/// The smallest and largest body limit.
+const BODY_RANGE: (usize, usize) = (1 << 10, 1 << 20);
+/// The longest timing accepted anywhere (one day).
+const MAX_TIMING_MS: u64 = 24 * 60 * 60 * 1_000;
+/// API tokens, at most.
+const MAX_TOKENS: usize = 10_000;
+
+/// The database connection. No `Debug`: the options hold the password.
+#[derive(Clone)]
+pub struct DatabaseSettings {
+    /// Where to connect (parsed from the secret URL).
+    pub options: PgConnectOptions,
+    /// Connections in the pool.
+    pub pool_size: u32,
+    /// How long to wait for a connection.
+    pub connect_timeout: Duration,
+}
+
+/// How API callers are authenticated.
+#[derive(Clone, Debug)]
+pub enum Auth {
+    /// Bearer tokens: `sha256(token)` in lower-case hex → owner.
+    Tokens(BTreeMap<String, OwnerId>),
+    /// The owner is named by this header, set by a trusted reverse proxy (lower-case name).
+    TrustedProxy(String),
+}
+
+/// Everything the worker runs with, checked. No `Debug`: it holds secrets.
+#[derive(Clone)]
+pub struct Settings {
+    /// The database.
+    pub database: DatabaseSettings,
+    /// Engines in this process.
+    pub lanes: usize,
+    /// Each lane passes at least this often.
+    pub tick: Duration,
+    /// Whether to listen for wake-ups.
+    pub wakeups: bool,
+    /// The engine's timings and batch size.
+    pub policy: Policy,
+    /// The HTTP listener's address.
+    pub listen: SocketAddr,
+    /// The largest request body accepted.
+    pub max_body_bytes: usize,
+    /// API authentication.
+    pub auth: Auth,
+    /// The MCP servers (validated).
+    pub mcp: McpConfig,
+    /// The Agent Server (validated, and fits the policy).
+    pub agent_server: AgentServerConfig,
+}
+
+impl Settings {
+    /// Checks `file` into settings; the first problem found is returned.
+    pub fn check(file: FileConfig) -> Result<Settings, ConfigError> {
+        let policy = policy_of(&file.engine, &file.loops)?;
+        let lanes = in_range("loops.lanes", file.loops.lanes, 1, MAX_LANES)?;
+        let database = database_of(&file, lanes)?;
+        let tick = Duration::from_millis(in_range(
+            "loops.tick_ms",
+            file.loops.tick_ms,
+            TICK_RANGE_MS.0,
+            TICK_RANGE_MS.1,
+        )?);
+        let listen = SocketAddr::from_str(&file.http.listen)
+            .map_err(|_| ConfigError::new("http.listen", "must be an IP address and a port"))?;
+        let max_body_bytes = in_range(
+            "http.max_body_bytes",
+            file.http.max_body_bytes,
+            BODY_RANGE.0,
+            BODY_RANGE.1,
+        )?;
+        let mcp = mcp_of(&file, &policy)?;
+        agent_server_fits(&file.agent_server, &policy)?;
+        Ok(Settings {
+            database,
+            lanes,
+            tick,
+            wakeups: file.loops.wakeups,
+            policy,
+            listen,
+            max_body_bytes,
+            auth: auth_of(&file)?,
+            mcp,
+            agent_server: file.agent_server,
+        })
+    }
+}
+
+fn database_of(file: &FileConfig, lanes: usize) -> Result<DatabaseSettings, ConfigError> {
+    let url = file.database.url.expose();
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(ConfigError::new(
+            "database.url",
+            "must be a postgres:// or postgresql:// URL",
+        ));
+    }
+    // The parser's own message may quote the URL: it is not passed on.
+    let options = PgConnectOptions::from_str(url)
+        .map_err(|_| ConfigError::new("database.url", "is not a valid PostgreSQL URL"))?;
+    let min_pool = u32::try_from(lanes + 2).unwrap_or(u32::MAX);
+    let pool_size = in_range(
+        "database.pool_size",
+        file.database.pool_size,
+        min_pool,
+        MAX_POOL_SIZE,
+    )
+    .map_err(|e| ConfigError::new(e.place, format!("{} (lanes + 2 at least)", e.reason)))?;
+    let connect_timeout = Duration::from_millis(in_range(
+        "database.connect_timeout_ms",
+        file.database.connect_timeout_ms,
+        1,
+        MAX_TIMING_MS,
+    )?);
+    Ok(DatabaseSettings {
+        options,
+        pool_size,
+        connect_timeout,
+    })
+}
+
+/// The engine's policy from `[engine]` and `[loops]`, with the lease ordering checked.
+fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError> {
+    let ms = |field: &'static str, v: u64| -> Result<Duration, ConfigError> {
+        Ok(Duration::from_millis(in_range(
+            &format!("engine.{field}"),
+            v,
+            1,
+            MAX_TIMING_MS,
+        )?))
+    };
+    let policy = Policy {
+        poll_interval: ms("poll_interval_ms", e.poll_interval_ms)?,
+        max_poll_backoff: ms("max_poll_backoff_ms", e.max_poll_backoff_ms)?,
+        poll_lease: ms("poll_lease_ms", e.poll_lease_ms)?,
+        notify_lease: ms("notify_lease_ms", e.notify_lease_ms)?,
+        cancel_lease: ms("cancel_lease_ms", e.cancel_lease_ms)?,
+        run_check_interval: ms("run_check_interval_ms", e.run_check_interval_ms)?,
+        retry_base: ms("retry_base_ms", e.retry_base_ms)?,
+        max_retry_backoff: ms("max_retry_backoff_ms", e.max_retry_backoff_ms)?,
+        release_backoff: ms("release_backoff_ms", e.release_backoff_ms)?,
+        min_lease_left: ms("min_lease_left_ms", e.min_lease_left_ms)?,
+        batch_size: in_range("loops.batch_size", l.batch_size, 1, MAX_BATCH)?,
+    };
+    let shortest = shortest_lease(&policy);
+    if policy.min_lease_left >= shortest {
+        return Err(ConfigError::new(
+            "engine.min_lease_left_ms",
+            "must be below every lease (poll, notify and cancel)",
+        ));
+    }
+    Ok(policy)
+}
+
+/// The shortest of the three leases: a shutdown ends within it.
+pub fn shortest_lease(policy: &Policy) -> Duration {
+    policy
+        .poll_lease
+        .min(policy.notify_lease)
+        .min(policy.cancel_lease)
+}
+
+fn mcp_of(file: &FileConfig, policy: &Policy) -> Result<McpConfig, ConfigError> {
+    let mcp = McpConfig {
+        servers: file.servers.clone(),
+    };
+    if mcp.servers.is_empty() {
+        return Err(ConfigError::new(
+            "servers",
+            "at least one MCP server is needed",
+        ));
+    }
+    mcp.validate()
+        .map_err(|e| ConfigError::new(format!("servers.{}.{}", e.server, e.field), e.reason))?;
+    for (id, server) in &mcp.servers {
+        if server.request_timeout() >= policy.min_lease_left {
+            return Err(ConfigError::new(
+                format!("servers.{id}.request_timeout_ms"),
+                "must be below engine.min_lease_left_ms, so a call never outlives its lease",
+            ));
+        }
+    }
+    Ok(mcp)
+}
+
+fn agent_server_fits(config: &AgentServerConfig, policy: &Policy) -> Result<(), ConfigError> {
+    let valid = config
+        .validate()
+        .map_err(|e| ConfigError::new("agent_server", e.to_string()))?;
+    valid
+        .fits(policy)
+        .map_err(|e| ConfigError::new("agent_server", e.to_string()))
+}
+
+fn auth_of(file: &FileConfig) -> Result<Auth, ConfigError> {
+    let a = &file.auth;
+    match a.mode {
+        AuthMode::Tokens => {
+            if a.proxy_header.is_some() {
+                return Err(ConfigError::new(
+                    "auth.proxy_header",
+                    "only with mode = \"trusted_proxy\"",
+                ));
+            }
+            if a.tokens.is_empty() || a.tokens.len() > MAX_TOKENS {
+                return Err(ConfigError::new(
+                    "auth.tokens",
+                    format!("between 1 and {MAX_TOKENS} tokens are needed in mode \"tokens\""),
+                ));
+            }
+            let mut tokens = BTreeMap::new();
+            for (i, t) in a.tokens.iter().enumerate() {
+                let place = format!("auth.tokens[{i}]");
+                if !valid_id(&t.owner) {
+                    return Err(ConfigError::new(
+                        format!("{place}.owner"),
+                        format!("must be 1 to {MAX_ID} characters without control characters"),
+                    ));
+                }
+                if t.sha256.len() != 64
+                    || !t.sha256.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
+                {
+                    return Err(ConfigError::new(
+                        format!("{place}.sha256"),
+                        "must be 64 lower-case hex digits (`tasklatch worker hash-token`)",
+                    ));
+                }
+                if tokens
+                    .insert(t.sha256.clone(), OwnerId::from(t.owner.as_str()))
+                    .is_some()
+                {
+                    return Err(ConfigError::new(place, "the same token is listed twice"));
+                }
+            }
+            Ok(Auth::Tokens(tokens))
+        }
+        AuthMode::TrustedProxy => {
+            if !a.tokens.is_empty() {
+                return Err(ConfigError::new(
+                    "auth.tokens",
+                    "not used with mode = \"trusted_proxy\"; remove them",
+                ));
+            }
+            let header = a
+                .proxy_header
+                .as_deref()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            if axum::http::HeaderName::from_str(&header).is_err() || header == "authorization" {
+                return Err(ConfigError::new(
+                    "auth.proxy_header",
+                    "a header name is needed in mode \"trusted_proxy\" (not authorization)",
+                ));
+            }
+            Ok(Auth::TrustedProxy(header))
+        }
+    }
+}
+
+/// An owner or thread id as the API accepts it: 1 to `MAX_ID` characters, no control
+/// characters.
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.chars().count() <= MAX_ID && !id.chars().any(char::is_control)
+}
+
+fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
+    place: &str,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<T, ConfigError> {
+    if value < min || value > max {
+        return Err(ConfigError::new(
+            place,
+            format!("must be between {min} and {max}, not {value}"),
+        ));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse;
+
+    const BASE: &str = r#"
+        [database]
+        url = "postgres://u:PLANTED-DB-PASSWORD@127.0.0.1/db"
+        [auth]
+        tokens = [{ owner = "alice", sha256 = "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90" }]
+        [servers.research]
+        url = "http://127.0.0.1:1/mcp"
+        [agent_server]
+        base_url = "http://127.0.0.1:2"
+        assistant_id = "agent"
+    "#;
+
+    fn check(text: &str) -> Result<Settings, String> {
+        let c = parse(text, &|_| None).map_err(|e| e.to_string())?;
+        Settings::check(c).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_minimal_file_gets_safe_defaults() {
+        let s = check(BASE).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.lanes, 1);
+        assert_eq!(s.tick, Duration::from_secs(1));
+        assert!(s.wakeups);
+        assert_eq!(s.policy.run_check_interval, Duration::from_secs(2));
+        assert_eq!(s.policy.notify_lease, Policy::default().notify_lease);
+        assert_eq!(s.max_body_bytes, 65_536);
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+        assert!(matches!(&s.auth, Auth::Tokens(t) if t.len() == 1));
+    }
+
+    #[test]
+    fn each_rule_names_its_field_and_no_value() {
+        let cases = [
+            ("[loops]\nlanes = 0", "loops.lanes"),
+            ("[loops]\nbatch_size = 100000", "loops.batch_size"),
+            ("[loops]\ntick_ms = 1", "loops.tick_ms"),
+            (
+                "[engine]\nmin_lease_left_ms = 60000",
+                "engine.min_lease_left_ms",
+            ),
+            ("[engine]\npoll_lease_ms = 0", "engine.poll_lease_ms"),
+            ("[http]\nlisten = \"localhost\"", "http.listen"),
+            ("[http]\nmax_body_bytes = 10", "http.max_body_bytes"),
+        ];
+        for (extra, field) in cases {
+            let text = format!("{extra}\n{BASE}");
+            let e = check(&text).err().unwrap_or_default();
+            assert!(e.contains(field), "{extra}: {e}");
+            assert!(!e.contains("PLANTED"), "{e}");
+        }
+        let e = check(&BASE.replace("postgres://u:", "mysql://u:"))
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("database.url") && !e.contains("PLANTED"), "{e}");
+        let slow = BASE.replace(
+            "url = \"http://127.0.0.1:1/mcp\"",
+            "url = \"http://127.0.0.1:1/mcp\"\nrequest_timeout_ms = 25000",
+        );
+        let e = check(&format!("[engine]\nmin_lease_left_ms = 20000\n{slow}"))
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("servers.research.request_timeout_ms"), "{e}");
+        let e = check(&BASE.replace("sha256 = \"2b", "sha256 = \"XX"))
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("auth.tokens[0].sha256"), "{e}");
+    }
+
+    #[test]
+    fn the_pool_must_serve_every_lane() {
+        let text = BASE.replace(
+            "[database]",
+            "[loops]\nlanes = 4\n[database]\npool_size = 5",
+        );
+        let e = check(&text).err().unwrap_or_default();
+        assert!(
+            e.contains("database.pool_size") && e.contains("lanes + 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn trusted_proxy_must_be_switched_on_explicitly() {
+        let proxy = BASE.replace(
+            "tokens = [{ owner = \"alice\", sha256 = \"2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90\" }]",
+            "mode = \"trusted_proxy\"\nproxy_header = \"X-Forwarded-User\"",
+        );
+        let s = check(&proxy).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(&s.auth, Auth::TrustedProxy(h) if h == "x-forwarded-user"));
+        let header_without_mode = BASE.replace("[auth]", "[auth]\nproxy_header = \"x-user\"");
+        assert!(check(&header_without_mode).is_err());
+        let no_tokens = BASE.replace(
+            "tokens = [{ owner = \"alice\", sha256 = \"2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90\" }]",
+            "",
+        );
+        assert!(check(&no_tokens).is_err_and(|e| e.contains("auth.tokens")));
+    }
+}

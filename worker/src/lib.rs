@@ -1,0 +1,42 @@
+//! tasklatch-worker: the process operators run (DESIGN "worker").
+//!
+//! One worker process drives the three lease loops of the engine against Postgres, serves an
+//! HTTP API for agents and UIs, and reports what it does. Several worker processes on one
+//! database share the work: the leases decide who acts on a row, so there is no coordination
+//! between processes and nothing to recover after a crash.
+//!
+//! - [`config`]: the TOML file, its environment overrides for secrets ([`config::load`]) and
+//!   its validation into the settings every part uses ([`config::Settings`]).
+//! - [`lane`]: one engine with its own worker id, run on a cadence: a pass whenever a wake-up
+//!   arrives ([`wakeup`]) and at least once per tick.
+//! - [`metered`] and [`metrics`]: what the loops did, derived from the store calls, in the
+//!   Prometheus text format; [`logging`]: `tracing` with `RUST_LOG` and text or JSON lines.
+//! - [`api`]: submit, list, detail and cancel, scoped to (owner, thread), with an OpenAPI
+//!   document generated from the code; health and readiness.
+//! - [`schema`]: the refusal to run on a schema that is behind.
+//! - [`shutdown`]: SIGTERM/SIGINT: stop claiming, finish or release what is in flight, exit
+//!   within one lease; a second signal exits at once.
+//! - [`ops`]: the operator views behind `tasklatch tasks` and `tasklatch dead-letters`.
+//! - [`run`]: start-up, in order, and the shutdown sequence.
+//!
+//! Secrets (the database URL, header values, API tokens, remote task ids, session ids, driver
+//! data) never reach a log line, an error, a metric or an API answer.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod api;
+pub mod clock;
+pub mod config;
+pub mod ids;
+pub mod lane;
+pub mod logging;
+pub mod metered;
+pub mod metrics;
+pub mod ops;
+pub mod run;
+pub mod schema;
+pub mod shutdown;
+pub mod token;
+pub mod wakeup;
+
+pub use run::{run, StartError};

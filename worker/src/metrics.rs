@@ -1,0 +1,442 @@
+//! The worker's metrics, served at `/metrics` in the Prometheus (OpenMetrics) text format.
+//!
+//! | metric | what |
+//! |---|---|
+//! | `tasklatch_claims_total{loop}` | rows claimed |
+//! | `tasklatch_writes_applied_total{loop}` | lease-guarded writes the store accepted (releases excluded) |
+//! | `tasklatch_writes_refused_total{loop,refusal}` | writes the store refused, by refusal; `lease_not_held` and `lease_expired` are **lease losses** |
+//! | `tasklatch_releases_total{loop,counted}` | leases given back without a result; `counted="true"` counts a failure |
+//! | `tasklatch_store_errors_total{op}` | store calls that failed as a whole |
+//! | `tasklatch_events_recorded_total` | new event versions recorded (polls, cancels, submits) |
+//! | `tasklatch_runs_started_total` | launches the Agent Server accepted |
+//! | `tasklatch_deliveries_total` | notifications delivered (the run ended successfully) |
+//! | `tasklatch_busy_answers_total` | 409 busy-thread answers (not failures) |
+//! | `tasklatch_dead_letters_total{reason}` | snapshots given up: `thread_gone`, `budget`; cancels: `cancel_budget` |
+//! | `tasklatch_delivery_failures_total{step}` | counted delivery failures: `launch`, `run`, `lookup` |
+//! | `tasklatch_poll_failures_total` | polls that failed (the remote server did not answer usefully) |
+//! | `tasklatch_cancel_failures_total` | remote cancels that failed |
+//! | `tasklatch_tasks_submitted_total` | tasks accepted through the API |
+//! | `tasklatch_pass_duration_seconds{loop}` | histogram of one loop's pass, claim to last write |
+//! | `tasklatch_notification_latency_seconds` | histogram: notification due → run started (see [`crate::metered`]) |
+//! | `tasklatch_passes_total` | engine passes, all lanes |
+//! | `tasklatch_wakeups_total` | wake-up notifications received |
+//! | `tasklatch_wakeup_reconnects_total` | times the wake-up listener lost its connection |
+//!
+//! No metric carries a task id, an owner, a thread or any text from a remote server: labels
+//! are fixed words, so the series count is bounded.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+use tasklatch_core::lease::{LeaseKind, Refusal};
+
+/// The `Content-Type` of [`Metrics::render`]'s output.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// A loop.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LoopLabel {
+    r#loop: &'static str,
+}
+
+/// A loop and a refusal.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusalLabel {
+    r#loop: &'static str,
+    refusal: &'static str,
+}
+
+/// A loop and whether the release counted a failure.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReleaseLabel {
+    r#loop: &'static str,
+    counted: &'static str,
+}
+
+/// One fixed word naming a store call, a reason or a step.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OpLabel {
+    op: &'static str,
+}
+
+/// A dead letter's reason.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    reason: &'static str,
+}
+
+/// A step of a delivery.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StepLabel {
+    step: &'static str,
+}
+
+/// Why a dead letter was written.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum DeadLetter {
+    /// The thread is gone (404).
+    ThreadGone,
+    /// The delivery failure budget was spent.
+    Budget,
+    /// The cancel failure budget was spent.
+    CancelBudget,
+}
+
+/// A counted delivery failure.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum DeliveryFailure {
+    /// The launch failed (not 409, not 404).
+    Launch,
+    /// The run ended without success, or is missing.
+    Run,
+    /// The run's status could not be read.
+    Lookup,
+}
+
+fn latency_histogram() -> Histogram {
+    // 1 ms … ~33 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+/// Every metric of one worker process. Shared by its lanes, its listener and its API.
+pub struct Metrics {
+    registry: Registry,
+    claims: Family<LoopLabel, Counter>,
+    applied: Family<LoopLabel, Counter>,
+    refused: Family<RefusalLabel, Counter>,
+    releases: Family<ReleaseLabel, Counter>,
+    store_errors: Family<OpLabel, Counter>,
+    events_recorded: Counter,
+    runs_started: Counter,
+    deliveries: Counter,
+    busy_answers: Counter,
+    dead_letters: Family<ReasonLabel, Counter>,
+    delivery_failures: Family<StepLabel, Counter>,
+    poll_failures: Counter,
+    cancel_failures: Counter,
+    submitted: Counter,
+    pass_seconds: Family<LoopLabel, Histogram, fn() -> Histogram>,
+    notification_latency: Histogram,
+    passes: Counter,
+    wakeups: Counter,
+    reconnects: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh set of metrics, all zero, registered under `tasklatch_`.
+    pub fn new() -> Self {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("tasklatch"),
+            claims: Family::default(),
+            applied: Family::default(),
+            refused: Family::default(),
+            releases: Family::default(),
+            store_errors: Family::default(),
+            events_recorded: Counter::default(),
+            runs_started: Counter::default(),
+            deliveries: Counter::default(),
+            busy_answers: Counter::default(),
+            dead_letters: Family::default(),
+            delivery_failures: Family::default(),
+            poll_failures: Counter::default(),
+            cancel_failures: Counter::default(),
+            submitted: Counter::default(),
+            pass_seconds: Family::new_with_constructor(latency_histogram),
+            notification_latency: latency_histogram(),
+            passes: Counter::default(),
+            wakeups: Counter::default(),
+            reconnects: Counter::default(),
+        };
+        m.register();
+        m
+    }
+
+    fn register(&mut self) {
+        self.register_loops();
+        self.register_deliveries();
+        self.register_process();
+    }
+
+    fn register_loops(&mut self) {
+        let r = &mut self.registry;
+        r.register("claims", "Rows claimed", self.claims.clone());
+        r.register(
+            "writes_applied",
+            "Guarded writes accepted",
+            self.applied.clone(),
+        );
+        r.register(
+            "writes_refused",
+            "Guarded writes refused, by refusal (lease_not_held and lease_expired are lease losses)",
+            self.refused.clone(),
+        );
+        r.register(
+            "releases",
+            "Leases given back without a result",
+            self.releases.clone(),
+        );
+        r.register(
+            "store_errors",
+            "Store calls that failed",
+            self.store_errors.clone(),
+        );
+        r.register(
+            "pass_duration_seconds",
+            "One loop's pass, claim to last write",
+            self.pass_seconds.clone(),
+        );
+        r.register(
+            "poll_failures",
+            "Failed remote polls",
+            self.poll_failures.clone(),
+        );
+        r.register(
+            "cancel_failures",
+            "Failed remote cancels",
+            self.cancel_failures.clone(),
+        );
+    }
+
+    fn register_deliveries(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "events_recorded",
+            "New event versions",
+            self.events_recorded.clone(),
+        );
+        r.register(
+            "runs_started",
+            "Launches accepted",
+            self.runs_started.clone(),
+        );
+        r.register(
+            "deliveries",
+            "Notifications delivered",
+            self.deliveries.clone(),
+        );
+        r.register(
+            "busy_answers",
+            "409 busy-thread answers",
+            self.busy_answers.clone(),
+        );
+        r.register(
+            "dead_letters",
+            "Snapshots or cancels given up",
+            self.dead_letters.clone(),
+        );
+        r.register(
+            "delivery_failures",
+            "Counted delivery failures",
+            self.delivery_failures.clone(),
+        );
+        r.register(
+            "notification_latency_seconds",
+            "Notification due to run started",
+            self.notification_latency.clone(),
+        );
+    }
+
+    fn register_process(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "tasks_submitted",
+            "Tasks accepted through the API",
+            self.submitted.clone(),
+        );
+        r.register("passes", "Engine passes", self.passes.clone());
+        r.register(
+            "wakeups",
+            "Wake-up notifications received",
+            self.wakeups.clone(),
+        );
+        r.register(
+            "wakeup_reconnects",
+            "Wake-up listener connections lost",
+            self.reconnects.clone(),
+        );
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    /// `n` rows claimed by loop `kind`.
+    pub fn claimed(&self, kind: LeaseKind, n: usize) {
+        self.claims
+            .get_or_create(&loop_label(kind))
+            .inc_by(n as u64);
+    }
+
+    /// One write of loop `kind` accepted.
+    pub fn applied(&self, kind: LeaseKind) {
+        self.applied.get_or_create(&loop_label(kind)).inc();
+    }
+
+    /// One write of loop `kind` refused.
+    pub fn refused(&self, kind: LeaseKind, refusal: Refusal) {
+        let label = RefusalLabel {
+            r#loop: kind.as_str(),
+            refusal: refusal_name(refusal),
+        };
+        self.refused.get_or_create(&label).inc();
+    }
+
+    /// One lease of loop `kind` released; `counted` if it counted a failure.
+    pub fn released(&self, kind: LeaseKind, counted: bool) {
+        let label = ReleaseLabel {
+            r#loop: kind.as_str(),
+            counted: if counted { "true" } else { "false" },
+        };
+        self.releases.get_or_create(&label).inc();
+    }
+
+    /// A store call `op` failed as a whole.
+    pub fn store_error(&self, op: &'static str) {
+        self.store_errors.get_or_create(&OpLabel { op }).inc();
+    }
+
+    /// A new event version was recorded.
+    pub fn event_recorded(&self) {
+        self.events_recorded.inc();
+    }
+
+    /// A launch was accepted, `latency` after the notification became due (if known).
+    pub fn run_started(&self, latency: Option<Duration>) {
+        self.runs_started.inc();
+        if let Some(l) = latency {
+            self.notification_latency.observe(l.as_secs_f64());
+        }
+    }
+
+    /// A notification was delivered.
+    pub fn delivered(&self) {
+        self.deliveries.inc();
+    }
+
+    /// A 409 busy answer was recorded.
+    pub fn busy(&self) {
+        self.busy_answers.inc();
+    }
+
+    /// A dead letter was written.
+    pub fn dead_letter(&self, why: DeadLetter) {
+        let reason = match why {
+            DeadLetter::ThreadGone => "thread_gone",
+            DeadLetter::Budget => "budget",
+            DeadLetter::CancelBudget => "cancel_budget",
+        };
+        self.dead_letters
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+
+    /// A counted delivery failure.
+    pub fn delivery_failed(&self, step: DeliveryFailure) {
+        let step = match step {
+            DeliveryFailure::Launch => "launch",
+            DeliveryFailure::Run => "run",
+            DeliveryFailure::Lookup => "lookup",
+        };
+        self.delivery_failures
+            .get_or_create(&StepLabel { step })
+            .inc();
+    }
+
+    /// A remote poll failed.
+    pub fn poll_failed(&self) {
+        self.poll_failures.inc();
+    }
+
+    /// A remote cancel failed.
+    pub fn cancel_failed(&self) {
+        self.cancel_failures.inc();
+    }
+
+    /// A task was accepted through the API.
+    pub fn submitted(&self) {
+        self.submitted.inc();
+    }
+
+    /// Loop `kind`'s pass took `took`.
+    pub fn pass(&self, kind: LeaseKind, took: Duration) {
+        self.pass_seconds
+            .get_or_create(&loop_label(kind))
+            .observe(took.as_secs_f64());
+    }
+
+    /// One engine pass ended.
+    pub fn passed(&self) {
+        self.passes.inc();
+    }
+
+    /// A wake-up notification arrived.
+    pub fn wakeup(&self) {
+        self.wakeups.inc();
+    }
+
+    /// The wake-up listener lost its connection.
+    pub fn reconnect(&self) {
+        self.reconnects.inc();
+    }
+}
+
+fn loop_label(kind: LeaseKind) -> LoopLabel {
+    LoopLabel {
+        r#loop: kind.as_str(),
+    }
+}
+
+/// The label value of a refusal.
+pub fn refusal_name(r: Refusal) -> &'static str {
+    match r {
+        Refusal::NoSuchTask => "no_such_task",
+        Refusal::LeaseNotHeld => "lease_not_held",
+        Refusal::LeaseExpired => "lease_expired",
+        Refusal::VersionMoved => "version_moved",
+        Refusal::CancelRequested => "cancel_requested",
+        Refusal::Terminal => "terminal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exposition_names_every_family_with_its_labels() {
+        let m = Metrics::new();
+        m.claimed(LeaseKind::Poll, 3);
+        m.refused(LeaseKind::Notify, Refusal::LeaseExpired);
+        m.released(LeaseKind::Cancel, false);
+        m.dead_letter(DeadLetter::ThreadGone);
+        m.run_started(Some(Duration::from_millis(12)));
+        m.pass(LeaseKind::Poll, Duration::from_millis(3));
+        let text = m.render();
+        for line in [
+            "tasklatch_claims_total{loop=\"poll\"} 3",
+            "tasklatch_writes_refused_total{loop=\"notify\",refusal=\"lease_expired\"} 1",
+            "tasklatch_releases_total{loop=\"cancel\",counted=\"false\"} 1",
+            "tasklatch_dead_letters_total{reason=\"thread_gone\"} 1",
+            "tasklatch_runs_started_total 1",
+            "tasklatch_notification_latency_seconds_count 1",
+            "tasklatch_pass_duration_seconds_count{loop=\"poll\"} 1",
+            "# EOF",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+}

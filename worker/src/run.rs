@@ -1,0 +1,269 @@
+//! The worker's life: start-up checks in order, the lanes, the listener, the API; then the
+//! graceful stop.
+//!
+//! Start-up refuses to go on (with an error naming what to do) when the database cannot be
+//! reached, when its schema is behind (`tasklatch migrate`), when the MCP or Agent Server
+//! configuration cannot be used, when the Agent Server fails its check (it answers, accepts
+//! the credentials, has the assistant), or when the listen address is taken.
+//!
+//! Stop, on the first SIGTERM/SIGINT: readiness turns false; every engine is told to shut down
+//! (`Engine::begin_shutdown`: nothing new is started, rows claimed but not acted on are
+//! released without counting a failure, calls in flight finish and write); the lanes stop
+//! after their current pass and the wake-up listener stops; then the API, which answered
+//! meanwhile (`/readyz` with 503), stops accepting connections and finishes the requests in
+//! flight. The process exits when all of that is done, or after
+//! nine tenths of the shortest lease, whichever comes first. A second signal exits at once.
+
+use crate::api::health::Health;
+use crate::api::{openapi, router, AppState};
+use crate::clock::SystemClock;
+use crate::config::{shortest_lease, Settings};
+use crate::ids::{worker_id, RandomIds};
+use crate::lane::{Heartbeat, Lane, LaneSummary};
+use crate::metered::Metered;
+use crate::metrics::Metrics;
+use crate::schema::{self, SchemaState};
+use crate::shutdown::Signals;
+use crate::wakeup::{self, Waker};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::PgPool;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tasklatch_agent_server::AgentServerLauncher;
+use tasklatch_core::engine::Engine;
+use tasklatch_mcp::McpDriver;
+use tasklatch_pg::PgStore;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// The engine of one lane.
+pub type WorkerEngine = Engine<Metered<PgStore>, McpDriver, AgentServerLauncher, SystemClock>;
+
+/// Why the worker did not start. Messages hold no secret.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The database could not be reached.
+    #[error("database: {0}")]
+    Database(String),
+    /// The schema is not one this worker runs on.
+    #[error("{0}")]
+    Schema(String),
+    /// The MCP servers' or the Agent Server's configuration cannot be used.
+    #[error("{0}")]
+    Config(String),
+    /// The Agent Server failed the start-up check.
+    #[error("{0}")]
+    AgentServer(String),
+    /// The operating system refused something (listen address, signals, randomness).
+    #[error("{0}")]
+    System(String),
+}
+
+/// Connects a pool of `settings.database.pool_size` connections.
+pub async fn connect(settings: &Settings) -> Result<PgPool, StartError> {
+    let db = &settings.database;
+    PgPoolOptions::new()
+        .max_connections(db.pool_size)
+        .acquire_timeout(db.connect_timeout)
+        .connect_with(db.options.clone())
+        .await
+        .map_err(|e| StartError::Database(e.to_string()))
+}
+
+/// Refuses a schema this worker cannot run on.
+pub async fn check_schema(pool: &PgPool) -> Result<(), StartError> {
+    let state = schema::check(pool)
+        .await
+        .map_err(|e| StartError::Database(e.to_string()))?;
+    if !state.runnable() {
+        return Err(StartError::Schema(state.explain()));
+    }
+    if let SchemaState::Ahead { .. } = state {
+        tracing::warn!("{}", state.explain());
+    }
+    Ok(())
+}
+
+/// Runs the worker until a signal stops it.
+pub async fn run(settings: Settings) -> Result<(), StartError> {
+    let mut signals =
+        Signals::install().map_err(|e| StartError::System(format!("signals: {e}")))?;
+    let pool = connect(&settings).await?;
+    check_schema(&pool).await?;
+    let metrics = Arc::new(Metrics::new());
+    let engines = engines(&settings, &pool, &metrics)?;
+    AgentServerLauncher::new(&settings.agent_server)
+        .map_err(|e| StartError::Config(e.to_string()))?
+        .check()
+        .await
+        .map_err(|e| StartError::AgentServer(e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .map_err(|e| StartError::System(format!("cannot listen on {}: {e}", settings.listen)))?;
+    let ids = RandomIds::from_os().map_err(|e| StartError::System(format!("randomness: {e}")))?;
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let waker = Waker::new(engines.len());
+    let mut tasks = JoinSet::new();
+    if settings.wakeups {
+        let (options, waker, m) = (
+            settings.database.options.clone(),
+            waker.clone(),
+            metrics.clone(),
+        );
+        tasks.spawn(wakeup::listen(options, waker, m, stop_rx.clone()));
+    }
+    let (lanes, heartbeats) = spawn_lanes(&settings, &engines, &waker, &metrics, &stop_rx);
+    let health = Arc::new(Health::new(
+        pool.clone(),
+        heartbeats,
+        stale_after(&settings),
+    ));
+    let state = app_state(&settings, &engines, ids, &metrics, &health);
+    // The API outlives the lanes: it answers (readiness 503 included) until they are done.
+    let (api_stop_tx, api_stop_rx) = watch::channel(false);
+    tasks.spawn(serve(
+        listener,
+        router(state, settings.max_body_bytes),
+        api_stop_rx,
+    ));
+    tracing::info!(lanes = engines.len(), listen = %settings.listen, wakeups = settings.wakeups, "worker started");
+
+    let signal = signals.next().await;
+    signals.exit_on_next();
+    tracing::info!(
+        signal,
+        "stopping: no new claims; in-flight calls finish, the rest is released"
+    );
+    health.stopping();
+    for e in &engines {
+        e.begin_shutdown();
+    }
+    let _ = stop_tx.send(true);
+    stop(lanes, tasks, api_stop_tx, shortest_lease(&settings.policy)).await;
+    pool.close().await;
+    Ok(())
+}
+
+fn app_state(
+    settings: &Settings,
+    engines: &[Arc<WorkerEngine>],
+    ids: RandomIds,
+    metrics: &Arc<Metrics>,
+    health: &Arc<Health>,
+) -> AppState<WorkerEngine> {
+    let servers: BTreeSet<String> = settings.mcp.servers.keys().cloned().collect();
+    AppState {
+        tasks: engines[0].clone(),
+        ids: Arc::new(ids),
+        auth: Arc::new(settings.auth.clone()),
+        servers: Arc::new(servers),
+        metrics: metrics.clone(),
+        health: health.clone(),
+        openapi: openapi::document(settings.mcp.servers.keys().map(String::as_str)).into(),
+    }
+}
+
+/// Serves `app` until `stop` turns true, then finishes the requests in flight.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    mut stop: watch::Receiver<bool>,
+) {
+    let stopped = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(stopped)
+        .await
+    {
+        tracing::error!(error = %e, "the API server failed");
+    }
+}
+
+fn engines(
+    settings: &Settings,
+    pool: &PgPool,
+    metrics: &Arc<Metrics>,
+) -> Result<Vec<Arc<WorkerEngine>>, StartError> {
+    let driver =
+        McpDriver::new(settings.mcp.clone()).map_err(|e| StartError::Config(e.to_string()))?;
+    (0..settings.lanes)
+        .map(|i| {
+            let launcher = AgentServerLauncher::new(&settings.agent_server)
+                .map_err(|e| StartError::Config(e.to_string()))?;
+            let store = PgStore::new(pool.clone(), settings.policy.clone());
+            Ok(Arc::new(Engine::new(
+                Metered::new(store, metrics.clone()),
+                driver.clone(),
+                launcher,
+                SystemClock,
+                worker_id(i),
+                settings.policy.clone(),
+            )))
+        })
+        .collect()
+}
+
+fn spawn_lanes(
+    settings: &Settings,
+    engines: &[Arc<WorkerEngine>],
+    waker: &Waker,
+    metrics: &Arc<Metrics>,
+    stop: &watch::Receiver<bool>,
+) -> (JoinSet<LaneSummary>, Vec<Arc<Heartbeat>>) {
+    let mut lanes = JoinSet::new();
+    let mut heartbeats = Vec::new();
+    for (index, engine) in engines.iter().enumerate() {
+        let heartbeat = Arc::new(Heartbeat::default());
+        heartbeats.push(heartbeat.clone());
+        let lane = Lane {
+            index,
+            engine: engine.clone(),
+            wake: waker.lane(index).unwrap_or_default(),
+            tick: settings.tick,
+            metrics: metrics.clone(),
+            heartbeat,
+        };
+        let stop = stop.clone();
+        lanes.spawn(async move { lane.run(&SystemClock, stop).await });
+    }
+    (lanes, heartbeats)
+}
+
+/// A lane that has not passed for this long makes the worker unready.
+fn stale_after(settings: &Settings) -> Duration {
+    settings.tick * 3 + settings.policy.min_lease_left * 3
+}
+
+/// Waits for the lanes, then stops the API and waits for it and the listener; at most nine
+/// tenths of `lease` in all.
+async fn stop(
+    mut lanes: JoinSet<LaneSummary>,
+    mut tasks: JoinSet<()>,
+    api_stop: watch::Sender<bool>,
+    lease: Duration,
+) {
+    let deadline = lease * 9 / 10;
+    let drained = tokio::time::timeout(deadline, async {
+        let mut released = 0;
+        while let Some(done) = lanes.join_next().await {
+            released += done.map(|s| s.released_at_stop).unwrap_or_default();
+        }
+        let _ = api_stop.send(true);
+        while tasks.join_next().await.is_some() {}
+        released
+    })
+    .await;
+    match drained {
+        Ok(released) => tracing::info!(
+            released_at_stop = released,
+            "stopped; leases released at stop counted no failure"
+        ),
+        Err(_) => tracing::warn!(
+            deadline_ms = deadline.as_millis() as u64,
+            "not stopped within the deadline; exiting, unfinished leases will expire"
+        ),
+    }
+}

@@ -1,0 +1,160 @@
+//! Instant wake-ups: `LISTEN tasklatch_wakeup`, coalesced into one pending pass per lane.
+//!
+//! A lane passes at least once per tick; a notification on [`CHANNEL`] makes every lane pass
+//! at once instead. Each lane has a single-permit [`Notify`]: however many notifications arrive
+//! while a lane is busy, it makes one more pass when it is done — a burst of 10,000 events does
+//! not make 10,000 passes. Polling stays the fallback: a lost notification, or one sent while
+//! the listener was reconnecting, costs at most one tick, never a delivery (the rows stay due
+//! in the table). A lost connection wakes every lane once, for that reason.
+//!
+//! **The channel contract** (for writers, e.g. the store's SQL inside the writing
+//! transaction): `SELECT pg_notify('tasklatch_wakeup', '<kind>')` where `<kind>` says what
+//! changed (`submit`, `event`, `cancel`, `answer`). The payload is informational: every
+//! notification wakes every lane, which runs all three loops. Postgres delivers a notification
+//! at commit, and never for a rolled-back transaction.
+
+use crate::metrics::Metrics;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+
+/// The channel the worker listens on.
+pub const CHANNEL: &str = "tasklatch_wakeup";
+/// The first delay before reconnecting after a failure; doubles up to [`MAX_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_millis(250);
+/// The longest delay between reconnection attempts.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
+/// One single-permit wake-up per lane.
+#[derive(Clone, Default)]
+pub struct Waker {
+    lanes: Arc<Vec<Arc<Notify>>>,
+}
+
+impl Waker {
+    /// Wake-ups for `lanes` lanes.
+    pub fn new(lanes: usize) -> Self {
+        Waker {
+            lanes: Arc::new((0..lanes).map(|_| Arc::new(Notify::new())).collect()),
+        }
+    }
+
+    /// Lane `i`'s wake-up (`notified()` resolves at once if a wake-up came since the last).
+    pub fn lane(&self, i: usize) -> Option<Arc<Notify>> {
+        self.lanes.get(i).cloned()
+    }
+
+    /// Wakes every lane: a lane that is waiting passes now; a busy one passes once more when
+    /// it is done (one stored permit, however many wake-ups).
+    pub fn wake_all(&self) {
+        for lane in self.lanes.iter() {
+            lane.notify_one();
+        }
+    }
+}
+
+/// Listens on [`CHANNEL`] until `stop` turns true, waking `waker`'s lanes on every
+/// notification. Uses its own single connection (not the worker's pool), reconnecting with a
+/// backoff after errors.
+pub async fn listen(
+    options: PgConnectOptions,
+    waker: Waker,
+    metrics: Arc<Metrics>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut retry = FIRST_RETRY;
+    while !*stop.borrow() {
+        match subscribe(&options).await {
+            Ok(mut listener) => {
+                tracing::info!(channel = CHANNEL, "listening for wake-ups");
+                retry = FIRST_RETRY;
+                // A notification may have been missed while connecting: look once.
+                waker.wake_all();
+                if !receive(&mut listener, &waker, &metrics, &mut stop).await {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "wake-up listener cannot connect; polling meanwhile")
+            }
+        }
+        metrics.reconnect();
+        tokio::select! {
+            biased;
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(retry) => {}
+        }
+        retry = (retry * 2).min(MAX_RETRY);
+    }
+}
+
+async fn subscribe(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error> {
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(10))
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .connect_with(options.clone())
+        .await?;
+    let mut listener = PgListener::connect_with(&pool).await?;
+    listener.listen(CHANNEL).await?;
+    Ok(listener)
+}
+
+/// Receives until an error (returns `true`: reconnect) or `stop` (returns `false`).
+async fn receive(
+    listener: &mut PgListener,
+    waker: &Waker,
+    metrics: &Metrics,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = stop.changed() => return false,
+            next = listener.try_recv() => next,
+        };
+        match next {
+            Ok(Some(_)) => {
+                metrics.wakeup();
+                waker.wake_all();
+            }
+            Ok(None) => {
+                // The connection was lost (and re-established, LISTEN included): anything sent
+                // meanwhile is gone, so look once.
+                metrics.reconnect();
+                tracing::info!("wake-up listener reconnected");
+                waker.wake_all();
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "wake-up listener failed; reconnecting");
+                return true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn one_permit_per_lane_however_many_wakeups() {
+        let waker = Waker::new(2);
+        for _ in 0..1_000 {
+            waker.wake_all();
+        }
+        for i in 0..2 {
+            let lane = waker.lane(i).unwrap_or_else(|| panic!("lane {i}"));
+            // The stored permit makes the first wait return at once…
+            tokio::time::timeout(Duration::from_millis(100), lane.notified())
+                .await
+                .unwrap_or_else(|_| panic!("lane {i} was not woken"));
+            // …and there is only one.
+            let second = tokio::time::timeout(Duration::from_millis(50), lane.notified()).await;
+            assert!(second.is_err(), "lane {i} had a second permit");
+        }
+        assert!(waker.lane(2).is_none());
+    }
+}
