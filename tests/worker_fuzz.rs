@@ -102,6 +102,8 @@ x-api-key = "env:FUZZ_AGENT_KEY"
 
 fn run_schemathesis(venv: &Path, url: &str, reports: &Path) -> std::process::Output {
     Command::new(venv.join("bin/st"))
+        // Its example cache (`.schemathesis/`) goes beside the reports, not into the checkout.
+        .current_dir(reports.parent().unwrap_or(reports))
         .args(["run", url, "--checks", "all", "--header"])
         .arg(format!("Authorization: Bearer {TOKEN}"))
         .args([

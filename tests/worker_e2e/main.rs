@@ -47,6 +47,8 @@ const LOAD_TASKS: usize = 100;
 /// SIGTERMs tried under load until one lands while rows are claimed.
 const STOP_TRIES: usize = 5;
 const LEASE_MS: u64 = 6_000;
+/// Long enough (three ticks of 200 ms) for every lane to be waiting in a claim.
+const CLAIM_CAUGHT: Duration = Duration::from_millis(600);
 const STAGE_LIMIT: Duration = Duration::from_secs(180);
 const OWNERS: [(&str, &str); 2] = [
     ("alice", "tok-alice-PLANTED-0001"),
@@ -476,10 +478,14 @@ fn check_rows(rows: &[TaskRow], cases: &[Case]) {
     }
 }
 
-/// SIGTERM `worker` while the other worker and it poll and deliver `LOAD_TASKS` jobs, until a
-/// stop lands mid-pass and releases claimed rows (at most `STOP_TRIES` stops); each stop must
-/// end within one lease and cleanly. Returns each stop's time and released leases.
+/// SIGTERM `worker` mid-pass while it and the other worker poll and deliver `LOAD_TASKS` jobs:
+/// a transaction holds the tasks table in EXCLUSIVE mode (plain reads go on, claims wait), so
+/// the worker's next pass is caught inside its claim when the signal arrives; the lock is let
+/// go after the signal and the rows that claim returns must be released uncounted. Tried up
+/// to `STOP_TRIES` times (a try releases nothing if no row was due); each stop must end
+/// within one lease and cleanly. Returns each stop's time and released leases.
 async fn stop_under_load(
+    db: &TestDb,
     peers: &Peers,
     worker: &mut Worker,
     cases: &mut Vec<Case>,
@@ -491,7 +497,17 @@ async fn stop_under_load(
     }
     let mut stops = Vec::new();
     for _ in 0..STOP_TRIES {
-        let (took, status) = worker.term().await;
+        let mut lock = db.pool().begin().await.unwrap_or_else(|e| panic!("{e}"));
+        sqlx::query("LOCK TABLE tasks IN EXCLUSIVE MODE")
+            .execute(&mut *lock)
+            .await
+            .unwrap_or_else(|e| panic!("lock the tasks table: {e}"));
+        tokio::time::sleep(CLAIM_CAUGHT).await;
+        let sent = Instant::now();
+        worker.send_term();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        lock.rollback().await.unwrap_or_else(|e| panic!("{e}"));
+        let (took, status) = worker.wait_exit(sent).await;
         assert!(
             status.success(),
             "{} exit status after SIGTERM: {status}",
@@ -611,8 +627,8 @@ async fn two_workers_deliver_every_state_once_through_a_kill_and_a_stop() {
 
     wait_runs(&peers, &cases, |c| c.expected().len(), "final states").await;
 
-    // Under load: 100 more jobs; SIGTERM worker-a mid-pass (until a stop releases claimed rows).
-    let stops = stop_under_load(&peers, &mut workers[0], &mut cases, &mut answers).await;
+    // Under load: 100 more jobs; SIGTERM worker-a while its pass waits in a claim.
+    let stops = stop_under_load(&db, &peers, &mut workers[0], &mut cases, &mut answers).await;
     wait_runs(&peers, &cases, |c| c.expected().len(), "jobs of the load").await;
     tokio::time::sleep(Duration::from_secs(3)).await; // anything extra would show now
 
