@@ -1,10 +1,15 @@
 //! `tasklatch bench`: end-to-end throughput against the SQL floor, claim latency at a million
-//! rows, throughput under an old snapshot; the library is `tasklatch_load::bench`.
+//! rows, throughput under an old snapshot; with `--latency`, notification latency with wake-ups
+//! versus poll-only. The library is `tasklatch_load::bench`.
 
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tasklatch_load::bench::{run, BenchConfig};
+use tasklatch_load::bench::{run, wakeup, BenchConfig};
+use wakeup::WakeupConfig;
+
+/// Where the throughput report goes by default.
+const DEFAULT_OUT: &str = "reports/bench.md";
 
 /// Arguments of `tasklatch bench`.
 #[derive(Args)]
@@ -29,17 +34,77 @@ pub struct BenchArgs {
     #[arg(long)]
     database_url: Option<String>,
     /// Where to write the Markdown report.
-    #[arg(long, default_value = "reports/bench.md")]
+    #[arg(long, default_value = DEFAULT_OUT)]
     out: PathBuf,
     /// Run the end-to-end part with one ledger transaction per launch and per lookup instead of
     /// coalescing concurrent calls (to measure what coalescing buys).
     #[arg(long)]
     per_call_ledger: bool,
+    /// Measure only the notification latency instead (submit → run started), with the worker's
+    /// lanes and wake-up listener versus the same lanes polling once per tick; writes
+    /// `reports/bench-latency.md` unless `--out` says otherwise.
+    #[arg(long)]
+    latency: bool,
+    /// With `--latency`: tasks submitted per mode.
+    #[arg(long, default_value_t = 300, requires = "latency")]
+    latency_tasks: u32,
+    /// With `--latency`: submits per second.
+    #[arg(long, default_value_t = 50, requires = "latency")]
+    rate: u32,
+    /// With `--latency`: the worker's lanes.
+    #[arg(long, default_value_t = 2, requires = "latency")]
+    lanes: usize,
+    /// With `--latency`: the lanes' tick in milliseconds (the worker's default is 1000).
+    #[arg(long, default_value_t = 1_000, requires = "latency")]
+    tick_ms: u64,
 }
 
 /// Runs the benchmark and writes the report.
 pub fn run_cli(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let command = std::iter::once("tasklatch".to_owned())
+    let command = command_line();
+    if args.latency {
+        return run_latency(args, &command);
+    }
+    run_throughput(args, &command)
+}
+
+/// `--latency`: wake-ups versus poll-only.
+fn run_latency(args: BenchArgs, command: &str) -> anyhow::Result<ExitCode> {
+    let config = WakeupConfig {
+        tasks: args.latency_tasks,
+        rate: args.rate,
+        lanes: args.lanes,
+        tick: std::time::Duration::from_millis(args.tick_ms),
+        server_url: args.database_url,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(wakeup::run(config, |line| eprintln!("{line}")))?;
+    print!("{}", report.summary());
+    let out = if args.out == Path::new(DEFAULT_OUT) {
+        PathBuf::from("reports/bench-latency.md")
+    } else {
+        args.out
+    };
+    write_report(&out, &report.markdown(command))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_report(out: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = out.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    std::fs::write(out, text)?;
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
+
+/// The command line as run, with URLs hidden (they may carry a password).
+fn command_line() -> String {
+    std::iter::once("tasklatch".to_owned())
         .chain(std::env::args().skip(1).map(|a| {
             if a.contains("://") {
                 "<url>".to_owned()
@@ -48,7 +113,11 @@ pub fn run_cli(args: BenchArgs) -> anyhow::Result<ExitCode> {
             }
         }))
         .collect::<Vec<_>>()
-        .join(" ");
+        .join(" ")
+}
+
+/// The throughput bench (parts 1 to 4).
+fn run_throughput(args: BenchArgs, command: &str) -> anyhow::Result<ExitCode> {
     let config = BenchConfig {
         tasks: args.tasks,
         workers: args.workers,
@@ -68,12 +137,6 @@ pub fn run_cli(args: BenchArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     let report = runtime.block_on(run(config, |line| eprintln!("{line}")))?;
     print!("{}", report.summary());
-    if let Some(dir) = args.out.parent() {
-        if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir)?;
-        }
-    }
-    std::fs::write(&args.out, report.markdown(&command))?;
-    eprintln!("wrote {}", args.out.display());
+    write_report(&args.out, &report.markdown(command))?;
     Ok(ExitCode::SUCCESS)
 }

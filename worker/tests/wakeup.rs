@@ -1,13 +1,20 @@
-//! The wake-up listener against a real Postgres, with manual `NOTIFY`s (until the store sends
-//! them inside its writing transactions): a notification wakes every lane within milliseconds,
-//! and a burst of 10,000 notifications leaves each lane one pending pass, not 10,000.
+//! The wake-up listener against a real Postgres: a notification wakes every lane within
+//! milliseconds, and a burst of 10,000 notifications leaves each lane one pending pass, not
+//! 10,000; the store's own writes send them (migration 0006) at commit — a submit, a new event
+//! version, a cancel request — and nothing else does (claims, rolled-back writes).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tasklatch_core::conformance::support::{alice, claim, report, submitted, t};
+use tasklatch_core::lease::LeaseKind;
+use tasklatch_core::status::RemoteStatus;
+use tasklatch_core::store::{CancelTarget, PollWrite, Store};
 use tasklatch_pg::harness::TestDb;
+use tasklatch_pg::PgStore;
 use tasklatch_worker::metrics::Metrics;
 use tasklatch_worker::wakeup::{listen, Waker, CHANNEL};
 use tokio::sync::watch;
+use tokio::sync::Notify;
 
 async fn notify(db: &TestDb, count: u32) {
     sqlx::query("SELECT pg_notify($1, n::text) FROM generate_series(1, $2) AS n")
@@ -82,4 +89,79 @@ async fn a_notify_wakes_every_lane_and_a_burst_is_coalesced() {
         .unwrap_or_else(|e| panic!("{e}"));
     db.cleanup().await;
     eprintln!("one NOTIFY woke both lanes in {latency:?}; 10,000 left one pass each");
+}
+
+/// Waits for `lane`'s wake-up (`true`) or `within` without one (`false`).
+async fn woken(lane: &Notify, within: Duration) -> bool {
+    tokio::time::timeout(within, lane.notified()).await.is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stores_writes_wake_the_lanes_at_commit_and_only_when_there_is_work() {
+    let db = TestDb::create().await;
+    let store = PgStore::new(
+        db.pool().clone(),
+        tasklatch_core::conformance::support::policy(),
+    );
+    let options = db.url().parse().unwrap_or_else(|e| panic!("{e}"));
+    let waker = Waker::new(1);
+    let metrics = Arc::new(Metrics::new());
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let listener = tokio::spawn(listen(options, waker.clone(), metrics, stop_rx));
+    let lane = waker.lane(0).unwrap_or_else(|| panic!("lane 0"));
+    let (soon, quiet) = (Duration::from_secs(2), Duration::from_millis(300));
+    assert!(
+        woken(&lane, Duration::from_secs(10)).await,
+        "no wake-up on connect"
+    );
+
+    store
+        .insert_task(submitted("a", t(0)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(woken(&lane, soon).await, "a submit did not wake the lane");
+
+    let claimed = claim(&store, LeaseKind::Poll, "w", t(0), 10).await;
+    assert_eq!(claimed.len(), 1);
+    assert!(!woken(&lane, quiet).await, "a claim woke the lane");
+
+    let c = &claimed[0];
+    let write = PollWrite {
+        task_id: "a".into(),
+        lease: c.lease.clone(),
+        completed_at: t(1),
+        update: report(&c.row, RemoteStatus::InputRequired, t(1)),
+    };
+    store
+        .apply_polls(vec![write], t(1))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        woken(&lane, soon).await,
+        "a new event version did not wake the lane"
+    );
+
+    let mut tx = db.pool().begin().await.unwrap_or_else(|e| panic!("{e}"));
+    sqlx::query("UPDATE tasks SET event_version = event_version + 1 WHERE id = 'a'")
+        .execute(&mut *tx)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    tx.rollback().await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !woken(&lane, quiet).await,
+        "a rolled-back write woke the lane"
+    );
+
+    store
+        .request_cancel(&alice(), &CancelTarget::Id("a".into()), t(2))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        woken(&lane, soon).await,
+        "a cancel request did not wake the lane"
+    );
+
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(5), listener).await;
+    db.cleanup().await;
 }

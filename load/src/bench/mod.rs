@@ -24,6 +24,7 @@ mod latency;
 mod report;
 mod server;
 mod snapshot;
+pub mod wakeup;
 
 pub use report::{BenchReport, Latency};
 
@@ -112,7 +113,7 @@ pub fn bench_policy(batch: usize) -> Policy {
 }
 
 /// A clock on real time (speed 1), starting at the wall-clock time now.
-fn wall_clock() -> ScaledClock {
+pub(crate) fn wall_clock() -> ScaledClock {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64);
