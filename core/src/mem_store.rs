@@ -12,6 +12,7 @@ use crate::status::{CancelStatus, NotifyStatus};
 use crate::store::*;
 use crate::task::TaskRow;
 use crate::time::Timestamp;
+use crate::transitions::outbox::Requeued;
 use crate::transitions::{cancel, guard, outbox, poll, submit};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -338,5 +339,23 @@ impl Store for MemStore {
         o.undelivered = rows.values().filter(|r| r.outbox.has_undelivered()).count() as u64;
         o.busy_total = rows.values().map(|r| u64::from(r.outbox.busy_count)).sum();
         Ok(o)
+    }
+
+    async fn requeue_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<RequeueOutcome, StoreError> {
+        let mut rows = self.rows();
+        let Some(row) = rows.get_mut(id) else {
+            return Ok(RequeueOutcome::NotFound);
+        };
+        let requeued = outbox::requeue(&mut row.outbox, now);
+        debug_check_row(row);
+        Ok(match requeued {
+            Requeued::NewVersion(v) => RequeueOutcome::Requeued(v),
+            Requeued::NotDeadLettered => RequeueOutcome::NotDeadLettered,
+            Requeued::NothingToSay => RequeueOutcome::NothingToDeliver,
+        })
     }
 }

@@ -285,4 +285,26 @@ pub trait Store: Send + Sync {
 
     /// Operator view: counts.
     fn overview(&self) -> impl Future<Output = Result<Overview, StoreError>> + Send;
+
+    /// Operator action, unscoped: requeues task `id`'s dead-lettered notification
+    /// ([`crate::transitions::outbox::requeue`]): its latest event is delivered again as a new
+    /// version with a fresh budget. Atomic per row; any other row is left untouched.
+    fn requeue_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<RequeueOutcome, StoreError>> + Send;
+}
+
+/// What an operator's requeue did.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum RequeueOutcome {
+    /// Requeued: the latest event is due again as this version.
+    Requeued(u64),
+    /// The task's notification is not dead-lettered: nothing changed.
+    NotDeadLettered,
+    /// Dead-lettered, but the latest state says nothing worth notifying: nothing changed.
+    NothingToDeliver,
+    /// No such task.
+    NotFound,
 }

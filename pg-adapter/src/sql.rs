@@ -72,6 +72,8 @@ pub(crate) const CLAIM_CANCEL: &str = include_str!("../sql/store/claim_cancel.sq
 pub(crate) const INSERT_TASK: &str = include_str!("../sql/store/insert_task.sql");
 /// A cancel request in scope.
 pub(crate) const REQUEST_CANCEL: &str = include_str!("../sql/store/request_cancel.sql");
+/// An operator's requeue of a dead-lettered notification.
+pub(crate) const REQUEUE_DEAD_LETTER: &str = include_str!("../sql/store/requeue_dead_letter.sql");
 /// The caller's tasks in a thread, newest first.
 pub(crate) const LIST_TASKS: &str = include_str!("../sql/store/list_tasks.sql");
 /// One task in scope.
@@ -198,6 +200,7 @@ mod tests {
             CLAIM_CANCEL,
             INSERT_TASK,
             REQUEST_CANCEL,
+            REQUEUE_DEAD_LETTER,
             LIST_TASKS,
             GET_TASK,
             ADMIN_ROWS,

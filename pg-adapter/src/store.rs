@@ -819,6 +819,40 @@ impl Store for PgStore {
             busy_total: n("busy_total")?,
         })
     }
+
+    /// One statement: the row is locked, changed only when dead-lettered with an event.
+    async fn requeue_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<RequeueOutcome, StoreError> {
+        if !matchable(id.as_str()) {
+            return Ok(RequeueOutcome::NotFound);
+        }
+        let Some(row) = sqlx::query(sql::REQUEUE_DEAD_LETTER)
+            .bind(id.as_str())
+            .bind(now.as_micros())
+            .fetch_optional(&self.inner.pool)
+            .await
+            .map_err(store_error)?
+        else {
+            return Ok(RequeueOutcome::NotFound);
+        };
+        if let Some(version) = col::<Option<i64>>(&row, "event_version")? {
+            let version = u64::try_from(version)
+                .map_err(|_| StoreError::Unavailable("negative event version".into()))?;
+            return Ok(RequeueOutcome::Requeued(version));
+        }
+        let status: String = col(&row, "notify_status")?;
+        let has_event: bool = col(&row, "has_event")?;
+        Ok(
+            if status == NotifyStatus::DeadLetter.as_str() && !has_event {
+                RequeueOutcome::NothingToDeliver
+            } else {
+                RequeueOutcome::NotDeadLettered
+            },
+        )
+    }
 }
 
 #[cfg(test)]

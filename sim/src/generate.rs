@@ -93,7 +93,7 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         .filter(|_| rng.random_bool(0.5))
         .collect();
     let tasks = tasks(&mut rng, task_count, owners, &hostile);
-    let user = user_actions(&mut rng, &tasks, owners);
+    let mut user = user_actions(&mut rng, &tasks, owners);
     let mut faults = Vec::new();
     for family in families {
         for _ in 0..rng.random_range(1..=3) {
@@ -101,6 +101,10 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         }
     }
     faults.sort_by_key(|f| f.at_ms);
+    // From a stream of its own, so that the rest of every plan is what it was before requeues
+    // existed.
+    let mut operator = ChaCha8Rng::seed_from_u64(seed ^ OPERATOR_STREAM);
+    user.extend(requeues(&mut operator, &tasks, &user));
     Plan {
         seed,
         workers,
@@ -114,6 +118,45 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
 
 /// The last instant scripts and user actions may use.
 const LAST_MS: u64 = CHAOS_MS - QUIET_TAIL_MS;
+
+/// Mixed into the seed for the operator's requeues ("requeue" in ASCII).
+const OPERATOR_STREAM: u64 = 0x0072_6571_7565_7565;
+
+/// On half the seeds, an operator requeues dead letters: of tasks on a deleted thread some
+/// time after the deletion (a thread-gone dead letter, which dead-letters again), and of a few
+/// tasks late in the run (budget dead letters under faults).
+fn requeues(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], user: &[UserAction]) -> Vec<UserAction> {
+    let mut out = Vec::new();
+    if !rng.random_bool(0.5) {
+        return out;
+    }
+    for a in user {
+        if let UserAction::DeleteThread {
+            owner,
+            thread,
+            at_ms,
+        } = a
+        {
+            for t in tasks
+                .iter()
+                .filter(|t| t.owner == *owner && t.thread == *thread)
+            {
+                out.push(UserAction::Requeue {
+                    task: t.n,
+                    at_ms: (at_ms + rng.random_range(5_000..60_000)).min(LAST_MS),
+                });
+            }
+        }
+    }
+    for _ in 0..rng.random_range(1..=3) {
+        let t = &tasks[rng.random_range(0..tasks.len())];
+        out.push(UserAction::Requeue {
+            task: t.n,
+            at_ms: rng.random_range(t.submit_at_ms.clamp(LAST_MS / 2, LAST_MS - 1)..LAST_MS),
+        });
+    }
+    out
+}
 
 /// `task_count` tasks of up to `owners` owners (a third in one burst on some seeds), each with
 /// a script, and the remote quirks planted on some of them.

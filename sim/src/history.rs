@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tasklatch_core::lease::{LeaseKind, Refusal};
 use tasklatch_core::ports::RunStatus;
 use tasklatch_core::status::NotifyStatus;
-use tasklatch_core::store::CancelOutcome;
+use tasklatch_core::store::{CancelOutcome, RequeueOutcome};
 use tasklatch_core::text::PublicTask;
 
 /// One line of the history.
@@ -305,6 +305,15 @@ pub enum Event {
     },
     /// A worker host (re)started its software.
     HostStarted,
+    /// The store answered an operator's requeue of a dead letter.
+    StoreRequeue {
+        /// Task id.
+        task_id: String,
+        /// The outcome (`Requeued(v)`: version `v` now carries the latest event again).
+        outcome: RequeueOutcome,
+        /// Whether the reply was dropped.
+        dropped: bool,
+    },
 }
 
 #[derive(Default)]

@@ -165,6 +165,14 @@ pub enum UserAction {
         /// When.
         at_ms: u64,
     },
+    /// An operator requeues the task's notification if it is dead-lettered
+    /// (`tasklatch dead-letters requeue`).
+    Requeue {
+        /// Task number.
+        task: u32,
+        /// When.
+        at_ms: u64,
+    },
 }
 
 impl UserAction {
@@ -174,7 +182,8 @@ impl UserAction {
             UserAction::Cancel { at_ms, .. }
             | UserAction::ForeignCancel { at_ms, .. }
             | UserAction::DeleteThread { at_ms, .. }
-            | UserAction::List { at_ms, .. } => *at_ms,
+            | UserAction::List { at_ms, .. }
+            | UserAction::Requeue { at_ms, .. } => *at_ms,
         }
     }
 }
@@ -244,7 +253,10 @@ impl Plan {
             if a.at_ms() >= self.chaos_ms {
                 return Err(format!("field `user[{i}].at_ms`: must be before chaos_ms"));
             }
-            if let UserAction::Cancel { task, .. } | UserAction::ForeignCancel { task, .. } = a {
+            if let UserAction::Cancel { task, .. }
+            | UserAction::ForeignCancel { task, .. }
+            | UserAction::Requeue { task, .. } = a
+            {
                 if self.task(*task).is_none() {
                     return Err(format!("field `user[{i}].task`: no task {task}"));
                 }

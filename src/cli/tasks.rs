@@ -93,6 +93,14 @@ enum DeadLettersCommand {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
+    /// Delivers a dead-lettered notification again: the task's latest event becomes a new
+    /// version with a fresh failure budget (a cancel dead letter is not requeued). Exit code 1
+    /// when nothing was requeued.
+    Requeue {
+        /// The task id (`tsk_…`), as `dead-letters list` prints it.
+        #[arg(long)]
+        id: String,
+    },
 }
 
 fn scope(who: Who) -> Scope {
@@ -136,9 +144,16 @@ pub fn run_tasks(args: TasksArgs) -> anyhow::Result<ExitCode> {
 /// Runs a `dead-letters` subcommand.
 pub fn run_dead_letters(args: DeadLettersArgs) -> anyhow::Result<ExitCode> {
     with_store(&args.database, |store| async move {
-        let DeadLettersCommand::List { limit } = args.command;
-        println!("{}", ops::dead_letters(&store, limit).await?.trim_end());
-        Ok(ExitCode::SUCCESS)
+        let (text, done) = match args.command {
+            DeadLettersCommand::List { limit } => (ops::dead_letters(&store, limit).await?, true),
+            DeadLettersCommand::Requeue { id } => ops::requeue(&store, &TaskId::from(id)).await?,
+        };
+        println!("{}", text.trim_end());
+        Ok(if done {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
     })
 }
 

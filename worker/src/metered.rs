@@ -24,7 +24,7 @@ use tasklatch_core::policy::{bounded, MAX_BATCH, MAX_SHOWN_ERROR};
 use tasklatch_core::status::NotifyStatus;
 use tasklatch_core::store::{
     CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, Claimed, NotifyWrite, Overview,
-    PollWrite, Release, Scope, Store, StoreError, WriteOutcome,
+    PollWrite, Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -315,6 +315,16 @@ impl<S: Store> Store for Metered<S> {
     async fn overview(&self) -> Result<Overview, StoreError> {
         let r = self.inner.overview().await;
         self.failed("overview", &r);
+        r
+    }
+
+    async fn requeue_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<RequeueOutcome, StoreError> {
+        let r = self.inner.requeue_dead_letter(id, now).await;
+        self.failed("requeue_dead_letter", &r);
         r
     }
 }

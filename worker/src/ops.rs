@@ -1,17 +1,18 @@
 //! The operator views behind `tasklatch tasks list|show|cancel` and `tasklatch dead-letters
-//! list`: the same scoped store calls and whitelisted shapes as the API, printed for a
+//! list|requeue`: the same scoped store calls and whitelisted shapes as the API, printed for a
 //! terminal. Untrusted text (names, errors) has its control characters replaced, so a task
 //! name cannot drive the operator's terminal.
-//!
-//! (`dead-letters requeue` needs a store operation that does not exist yet.)
 
 use crate::api::shapes::{rfc3339, TaskDetailBody};
 use crate::clock::SystemClock;
 use std::fmt::Write;
+use tasklatch_core::ids::TaskId;
 use tasklatch_core::policy::bounded;
 use tasklatch_core::ports::Clock;
 use tasklatch_core::status::{CancelStatus, NotifyStatus};
-use tasklatch_core::store::{CancelOutcome, CancelTarget, Scope, Store, StoreError};
+use tasklatch_core::store::{
+    CancelOutcome, CancelTarget, RequeueOutcome, Scope, Store, StoreError,
+};
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::text::{PublicTask, TaskDetail};
 
@@ -83,6 +84,28 @@ pub async fn cancel(
         CancelOutcome::AlreadyFinished(t) => format!("{t}: already finished; nothing to cancel"),
         CancelOutcome::NotFound => "not found in this owner's thread".into(),
         CancelOutcome::Ambiguous(n) => format!("{n} active tasks have that name; cancel by id"),
+    })
+}
+
+/// Requeues task `id`'s dead-lettered notification (unscoped, an operator action): its latest
+/// event is delivered again as a new version with a fresh failure budget. The text says what
+/// happened; `false` when nothing was requeued.
+pub async fn requeue(store: &impl Store, id: &TaskId) -> Result<(String, bool), StoreError> {
+    let id_shown = printable(id.as_str());
+    Ok(match store.requeue_dead_letter(id, SystemClock.now()).await? {
+        RequeueOutcome::Requeued(v) => (
+            format!("requeued {id_shown}: its latest event is due again as version {v}, with a fresh budget"),
+            true,
+        ),
+        RequeueOutcome::NotDeadLettered => (
+            format!("{id_shown}: its notification is not dead-lettered; nothing changed"),
+            false,
+        ),
+        RequeueOutcome::NothingToDeliver => (
+            format!("{id_shown}: dead-lettered, but its latest state needs no notification; nothing changed"),
+            false,
+        ),
+        RequeueOutcome::NotFound => (format!("{id_shown}: no such task"), false),
     })
 }
 

@@ -22,7 +22,8 @@
 //! The calling crate needs `tokio` (with the `macros` and `rt` features) among its
 //! dev-dependencies. A body that fails panics before `cleanup`, as a failing test does.
 //!
-//! - [`claims`], [`poll`], [`notify`], [`cancel`], [`release`], [`views`]: the store bodies.
+//! - [`claims`], [`poll`], [`notify`], [`cancel`], [`release`], [`requeue`], [`views`]: the
+//!   store bodies.
 //! - [`ledger`]: the run ledger bodies.
 //! - [`support`]: the builders they share.
 
@@ -32,6 +33,7 @@ pub mod ledger;
 pub mod notify;
 pub mod poll;
 pub mod release;
+pub mod requeue;
 pub mod support;
 pub mod views;
 
@@ -89,6 +91,9 @@ macro_rules! store_conformance {
             views::hostile_text_is_storable,
             views::overview_counts,
             views::admin_rows_pages_in_id_order,
+            requeue::requeue_redelivers_the_latest_event_with_a_fresh_budget,
+            requeue::requeue_leaves_everything_else_untouched,
+            requeue::requeue_of_a_dead_letter_with_nothing_to_say_changes_nothing,
         );
     };
 }

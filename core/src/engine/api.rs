@@ -1,11 +1,11 @@
 //! The user-facing calls: list, detail, cancel (by id or name), and the per-run context
-//! projection. All are scoped to (owner, thread); anything else is "not found" (DOMAIN §6), and
+//! projection; and the operator's requeue of a dead letter (unscoped). All are scoped to (owner, thread); anything else is "not found" (DOMAIN §6), and
 //! every answer is a whitelisted public shape (DOMAIN §8) — never a row.
 
 use super::Engine;
 use crate::ids::TaskId;
 use crate::ports::{Clock, Driver, Launcher};
-use crate::store::{CancelOutcome, CancelTarget, Scope, Store, StoreError};
+use crate::store::{CancelOutcome, CancelTarget, RequeueOutcome, Scope, Store, StoreError};
 use crate::text::{context_projection, ContextEntry, PublicTask};
 
 /// Why a user call failed.
@@ -50,6 +50,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .store
             .request_cancel(scope, target, self.clock.now())
             .await?)
+    }
+
+    /// Operator action, unscoped: requeues task `id`'s dead-lettered notification
+    /// ([`Store::requeue_dead_letter`]) at the engine's now.
+    pub async fn requeue_dead_letter(&self, id: &TaskId) -> Result<RequeueOutcome, StoreError> {
+        self.store.requeue_dead_letter(id, self.clock.now()).await
     }
 
     /// The context given to each agent run: at most 20 tasks, four fields each.

@@ -258,6 +258,35 @@ fn end_dispatch(o: &mut Outbox, dead: Option<DeadLetterReason>, now: Timestamp) 
     };
 }
 
+/// What an operator's requeue of a dead letter did.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Requeued {
+    /// The latest event was recorded again as this new version: due now, with a fresh key and
+    /// a fresh failure budget.
+    NewVersion(u64),
+    /// The notification is not dead-lettered (delivered, pending, in flight, or never needed).
+    NotDeadLettered,
+    /// Dead-lettered, but the task's latest state says nothing worth notifying any more.
+    NothingToSay,
+}
+
+/// Requeues a dead-lettered notification (operator action): its latest event becomes a new
+/// version, so it is delivered under a new idempotency key (`task:{id}:{v+1}:0`) with a fresh
+/// budget; the old dead letter stays recorded. Anything else is left untouched. A dead-lettered
+/// outbox holds no lease, so no fencing is needed; the store applies this atomically per row.
+pub fn requeue(o: &mut Outbox, now: Timestamp) -> Requeued {
+    if o.status != NotifyStatus::DeadLetter {
+        return Requeued::NotDeadLettered;
+    }
+    if o.event.is_none() {
+        return Requeued::NothingToSay;
+    }
+    o.event_version += 1;
+    reopen(o, now);
+    debug_check_outbox(o);
+    Requeued::NewVersion(o.event_version)
+}
+
 /// Releases the notification lease without changing the phase; `error` counts a failure.
 pub fn release(o: &mut Outbox, retry_at: Timestamp, error: Option<&str>) {
     o.lease = None;

@@ -35,7 +35,7 @@ use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::{
     CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, Claimed, NotifyWrite, Overview,
-    PollWrite, Release, Scope, Store, StoreError, WriteOutcome,
+    PollWrite, Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -777,6 +777,14 @@ impl Store for TestStore {
 
     async fn overview(&self) -> Result<Overview, StoreError> {
         self.mem.overview().await
+    }
+
+    async fn requeue_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<RequeueOutcome, StoreError> {
+        self.mem.requeue_dead_letter(id, now).await
     }
 }
 

@@ -8,6 +8,7 @@ use crate::wire::mcp::McpAnswer;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::policy::FAILURE_BUDGET;
 use tasklatch_core::ports::RunStatus;
+use tasklatch_core::store::RequeueOutcome;
 use tasklatch_core::text::notification_prompt;
 
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
@@ -219,6 +220,14 @@ fn unexpected(f: &Facts<'_>, v: &mut Verdict) {
                     }
                 }
             }
+            Event::StoreRequeue {
+                task_id,
+                outcome: RequeueOutcome::Requeued(ev),
+                ..
+            } => {
+                let m = max_version.entry(task_id).or_default();
+                *m = (*m).max(*ev);
+            }
             Event::LaunchServed { key, .. } => {
                 let Some((task_id, version, _)) = parse_key(key) else {
                     v.counts.unexpected += 1;
@@ -300,8 +309,22 @@ fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
     }
 }
 
-/// Consecutive delivered versions whose events are the same, with no remote change between.
+/// Consecutive delivered versions whose events are the same, with no remote change between —
+/// unless an operator's requeue made the later version (it re-sends a dead-lettered event on
+/// purpose).
 fn unchanged_versions(f: &Facts<'_>, v: &mut Verdict) {
+    let requeued: BTreeSet<(&str, u64)> = f
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::StoreRequeue {
+                task_id,
+                outcome: RequeueOutcome::Requeued(ver),
+                ..
+            } => Some((task_id.as_str(), *ver)),
+            _ => None,
+        })
+        .collect();
     for (&n, &task_id) in &f.task_ids {
         let Some((remote_id, _)) = f.remote.get(&n) else {
             continue;
@@ -314,7 +337,7 @@ fn unchanged_versions(f: &Facts<'_>, v: &mut Verdict) {
         }
         for pair in launched.windows(2) {
             let ((va, pa, _), (vb, pb, entry_b)) = (pair[0], pair[1]);
-            if pa != pb || vb <= va {
+            if pa != pb || vb <= va || requeued.contains(&(task_id, vb)) {
                 continue;
             }
             let from = f.recorded_at(task_id, va).unwrap_or(0);

@@ -134,6 +134,14 @@ fn record(ctx: &Ctx, env: &Envelope<StoreRequest>, answer: &StoreResponse, dropp
         (StoreRequest::RequestCancel(scope, _, _), StoreResponse::Cancel(Ok(outcome))) => {
             cancel_requested(ctx, scope, outcome, dropped)
         }
+        (StoreRequest::RequeueDeadLetter(id, _), StoreResponse::Requeue(Ok(outcome))) => {
+            let event = Event::StoreRequeue {
+                task_id: id.to_string(),
+                outcome: outcome.clone(),
+                dropped,
+            };
+            h.record_about("db", id.as_str(), event);
+        }
         (body, _) if guarded(body) => {
             if let Some(error) = store_error(answer) {
                 let op = format!("{:?}", std::mem::discriminant(body));

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tasklatch_core::engine::SubmitCommand;
 use tasklatch_core::ids::{IdSource, SeededIds, TaskId, WorkerId};
-use tasklatch_core::store::{CancelTarget, Scope};
+use tasklatch_core::store::{CancelTarget, RequeueOutcome, Scope};
 
 fn scope(o: u32, t: u32) -> Scope {
     Scope {
@@ -236,6 +236,12 @@ async fn act(
                 thread: thread_name(owner, thread),
             };
             ctx.history.record("user", None, event);
+        }
+        UserAction::Requeue { task, .. } => {
+            let Some(id) = id_of(task) else { return };
+            if let Ok(RequeueOutcome::Requeued(_)) = engine.requeue_dead_letter(&id).await {
+                ctx.exercised("dead_letter_requeued", "user", Some(task_label(task)));
+            }
         }
         UserAction::List { owner, thread, .. } => {
             let answer = engine

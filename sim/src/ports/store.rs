@@ -151,4 +151,18 @@ impl Store for RpcStore {
             _ => mismatch(),
         }
     }
+
+    async fn requeue_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<RequeueOutcome, StoreError> {
+        match self
+            .call(StoreRequest::RequeueDeadLetter(id.clone(), now))
+            .await?
+        {
+            StoreResponse::Requeue(r) => r,
+            _ => mismatch(),
+        }
+    }
 }

@@ -9,7 +9,7 @@ use crate::history::{Entry, Event, LaunchAnswer, RowWrite};
 use crate::naming::task_label;
 use crate::plan::Plan;
 use crate::wire::mcp::{McpAnswer, WireReport};
-use tasklatch_core::store::CancelOutcome;
+use tasklatch_core::store::{CancelOutcome, RequeueOutcome};
 
 /// Longest summary, in characters.
 pub const MAX_SUMMARY_CHARS: usize = 220;
@@ -239,6 +239,20 @@ fn store(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
             )
         }
         Event::StoreError { op, error } => format!("store error in {op}: {}", excerpt(error)),
+        Event::StoreRequeue {
+            outcome, dropped, ..
+        } => {
+            let what = match outcome {
+                RequeueOutcome::Requeued(v) => format!("requeued as version {v}"),
+                RequeueOutcome::NotDeadLettered => "not dead-lettered, unchanged".into(),
+                RequeueOutcome::NothingToDeliver => "nothing to deliver, unchanged".into(),
+                RequeueOutcome::NotFound => "no such task".into(),
+            };
+            format!(
+                "operator requeue of a dead letter: {what}{}",
+                dropped_note(*dropped)
+            )
+        }
         _ => return None,
     })
 }

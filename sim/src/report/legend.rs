@@ -4,7 +4,7 @@ use super::marks::{defs, Glyph};
 use std::fmt::Write;
 
 /// Every legend entry: CSS class, glyph (none for a bar, band or ring), meaning.
-const ITEMS: [(&str, Option<Glyph>, &str); 30] = [
+const ITEMS: [(&str, Option<Glyph>, &str); 31] = [
     ("st-working", None, "remote: working"),
     ("st-input_required", None, "remote: input required"),
     ("st-completed", None, "remote: completed"),
@@ -35,6 +35,11 @@ const ITEMS: [(&str, Option<Glyph>, &str); 30] = [
     ),
     ("cs", Some(Glyph::Square), "user cancel sent"),
     ("cr", Some(Glyph::Square), "cancel recorded by the store"),
+    (
+        "rq",
+        Some(Glyph::Square),
+        "dead letter requeued by an operator",
+    ),
     ("rc", Some(Glyph::Cross), "remote cancel served"),
     ("rerr", Some(Glyph::Tick), "remote error / unknown task"),
     ("crash", Some(Glyph::Cross), "worker crash"),

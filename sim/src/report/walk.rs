@@ -362,6 +362,7 @@ fn simple(event: &Event) -> Option<Look> {
         Event::CancelSent { .. } => task(Glyph::Square, "cs"),
         Event::CancelAnswered { .. } => task(Glyph::Square, "ca"),
         Event::StoreCancel { .. } => task(Glyph::Square, "cr"),
+        Event::StoreRequeue { .. } => task(Glyph::Square, "rq"),
         Event::PortRemote {
             answered: false, ..
         } => task(Glyph::Tick, "nx"),
@@ -396,7 +397,8 @@ fn dropped(event: &Event) -> bool {
         | Event::StoreInsert { dropped, .. }
         | Event::StoreClaim { dropped, .. }
         | Event::StoreWrite { dropped, .. }
-        | Event::StoreCancel { dropped, .. } => *dropped,
+        | Event::StoreCancel { dropped, .. }
+        | Event::StoreRequeue { dropped, .. } => *dropped,
         _ => false,
     }
 }

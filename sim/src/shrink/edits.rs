@@ -23,9 +23,9 @@ pub fn without_tasks(p: &Plan, r: std::ops::Range<usize>) -> Plan {
     let mut q = p.clone();
     let gone: Vec<u32> = q.tasks.drain(r).map(|t| t.n).collect();
     q.user.retain(|a| match a {
-        UserAction::Cancel { task, .. } | UserAction::ForeignCancel { task, .. } => {
-            !gone.contains(task)
-        }
+        UserAction::Cancel { task, .. }
+        | UserAction::ForeignCancel { task, .. }
+        | UserAction::Requeue { task, .. } => !gone.contains(task),
         UserAction::DeleteThread { .. } | UserAction::List { .. } => true,
     });
     q

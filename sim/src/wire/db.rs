@@ -33,6 +33,8 @@ pub enum StoreRequest {
     AdminRows(Option<TaskId>, usize),
     /// [`Store::overview`].
     Overview,
+    /// [`Store::requeue_dead_letter`].
+    RequeueDeadLetter(TaskId, Timestamp),
 }
 
 /// A store call's answer.
@@ -52,6 +54,8 @@ pub enum StoreResponse {
     Row(Result<Option<Box<TaskRow>>, StoreError>),
     /// Counts.
     Overview(Result<Overview, StoreError>),
+    /// Requeue.
+    Requeue(Result<RequeueOutcome, StoreError>),
 }
 
 /// A request with the name of the host that sent it.
@@ -91,5 +95,8 @@ pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
             StoreResponse::Rows(store.admin_rows(after, limit).await)
         }
         StoreRequest::Overview => StoreResponse::Overview(store.overview().await),
+        StoreRequest::RequeueDeadLetter(id, now) => {
+            StoreResponse::Requeue(store.requeue_dead_letter(&id, now).await)
+        }
     }
 }
