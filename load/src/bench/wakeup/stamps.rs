@@ -7,14 +7,17 @@ use std::time::{Duration, Instant};
 use tasklatch_core::ids::{RunId, ThreadId};
 use tasklatch_core::ports::{LaunchOutcome, Launcher, RunRequest, RunStatus};
 
+/// A task's submit instant and its first run's start, as far as known.
+type Pair = (Option<Instant>, Option<Instant>);
+
 /// Submit and run-start instants per task id (shared by the submitter and the lanes).
 #[derive(Clone, Default)]
 pub struct Stamps {
-    inner: Arc<Mutex<BTreeMap<String, (Option<Instant>, Option<Instant>)>>>,
+    inner: Arc<Mutex<BTreeMap<String, Pair>>>,
 }
 
 impl Stamps {
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, (Option<Instant>, Option<Instant>)>> {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Pair>> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
