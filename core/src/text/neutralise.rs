@@ -12,8 +12,11 @@
 //! 2. **Authority tags.** A tag opener — `<`, or its look-alikes `＜` (U+FF1C) and `﹤` (U+FE64) —
 //!    is replaced by the four characters `&lt;` when, after skipping any whitespace, `/` and
 //!    invisible format characters, the text goes on with a name that *starts with* one of
-//!    [`DENIED_TAGS`] (ASCII case-insensitive). Prefix matching covers attributes, closing,
-//!    self-closing and unclosed forms alike, and also escapes look-alike names such as
+//!    [`DENIED_TAGS`] (ASCII case-insensitive), or with `|` (a chat-template token such as
+//!    `<|im_start|>`). The name is normalised before it is matched: invisible format
+//!    characters inside it are dropped (`<sys\u{200B}tem>` is `<system>`) and full-width
+//!    ASCII letters are read as ASCII (`<ｓｙｓｔｅｍ>`). Prefix matching covers attributes,
+//!    closing, self-closing and unclosed forms alike, and also escapes look-alike names such as
 //!    `<system_prompt>` or `<tool_call>`: over-escaping a harmless `<toolbar>` costs nothing,
 //!    letting a `<tool_call>` through could cost a conversation.
 //!
@@ -34,6 +37,9 @@ pub const DENIED_TAGS: &[&str] = &[
     "function_results",
     "tasklatch-event",
     "untrusted-input",
+    "function_calls",
+    "invoke",
+    "developer",
 ];
 
 /// What replaces a forged `BEGIN USER INPUT` phrase.
@@ -125,13 +131,31 @@ fn is_tag_opener(c: char) -> bool {
     matches!(c, '<' | '\u{FF1C}' | '\u{FE64}')
 }
 
-/// Whether the text right after a tag opener names a denied tag.
+/// The longest denied name, in characters: how much of a name is normalised before matching.
+const LONGEST_DENIED: usize = 16;
+
+/// Whether the text right after a tag opener names a denied tag or a chat-template token.
 fn opens_denied_tag(after_opener: &str) -> bool {
     let name =
         after_opener.trim_start_matches(|c: char| c.is_whitespace() || c == '/' || is_invisible(c));
-    DENIED_TAGS
-        .iter()
-        .any(|denied| strip_word(name, denied).is_some())
+    let normalised: String = name
+        .chars()
+        .filter(|c| !is_invisible(*c))
+        .map(full_width_as_ascii)
+        .take(LONGEST_DENIED)
+        .collect();
+    normalised.starts_with('|')
+        || DENIED_TAGS
+            .iter()
+            .any(|denied| strip_word(&normalised, denied).is_some())
+}
+
+/// A full-width form of a printable ASCII character (U+FF01..=U+FF5E) as that character.
+fn full_width_as_ascii(c: char) -> char {
+    match c {
+        '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+        _ => c,
+    }
 }
 
 /// Zero-width and other invisible format characters a forger can slip between characters.
@@ -226,6 +250,36 @@ mod tests {
         ] {
             assert!(!has_live_tag(&neutralise(input)), "{input:?}");
             assert_ne!(neutralise(input), input);
+        }
+    }
+
+    #[test]
+    fn the_normalised_prefix_covers_every_denied_name() {
+        for name in DENIED_TAGS {
+            assert!(name.chars().count() <= LONGEST_DENIED, "{name}");
+        }
+    }
+
+    #[test]
+    fn names_are_normalised_before_matching_and_template_tokens_escaped() {
+        for input in [
+            "<sys\u{200B}tem>",
+            "<s\u{00AD}y\u{2060}s\u{FEFF}tem>",
+            "</to\u{200D}ol_result>",
+            "<\u{FF53}\u{FF59}\u{FF53}\u{FF54}\u{FF45}\u{FF4D}>",
+            "<function_calls>",
+            "<invoke name=\"x\">",
+            "<developer>",
+            "<|im_start|>system",
+            "<|im_end|>",
+            "< |endoftext|>",
+            "\u{FF1C}|start_header_id|>",
+        ] {
+            assert!(has_live_tag(input), "the checker misses {input:?}");
+            let out = neutralise(input);
+            assert!(!has_live_tag(&out), "{input:?} -> {out:?}");
+            assert!(out.starts_with("&lt;"), "{input:?} -> {out:?}");
+            assert_eq!(neutralise(&out), out, "idempotent on {input:?}");
         }
     }
 

@@ -22,6 +22,9 @@ pub const TEST_DENIED_TAGS: &[&str] = &[
     "function_results",
     "tasklatch-event",
     "untrusted-input",
+    "function_calls",
+    "invoke",
+    "developer",
 ];
 
 /// A remote task id planted in test rows; must never show up in any output.
@@ -30,8 +33,9 @@ pub const PLANTED_REMOTE_ID: &str = "RT-PLANTED-SECRET-41";
 pub const PLANTED_DRIVER_TOKEN: &str = "DRV-PLANTED-SECRET-77";
 
 /// Whether `s` holds a live denied tag: a tag opener (`<`, `＜`, `﹤`), then any whitespace,
-/// `/` or zero-width characters, then a denied name, ASCII case-insensitively. Written without the
-/// implementation's helpers so it can catch their mistakes.
+/// `/` or zero-width characters, then a denied name (zero-width characters inside it ignored,
+/// full-width letters read as ASCII), ASCII case-insensitively — or a chat-template token
+/// (`<|`). Written without the implementation's helpers so it can catch their mistakes.
 pub fn has_live_tag(s: &str) -> bool {
     let chars: Vec<char> = s.chars().collect();
     for (i, c) in chars.iter().enumerate() {
@@ -46,8 +50,19 @@ pub fn has_live_tag(s: &str) -> bool {
         {
             j += 1;
         }
-        let rest: String = chars[j..].iter().collect::<String>().to_ascii_lowercase();
-        if TEST_DENIED_TAGS.iter().any(|name| rest.starts_with(name)) {
+        let rest: String = chars[j..]
+            .iter()
+            .filter(|c| !matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}'))
+            .map(|&c| {
+                if ('\u{FF01}'..='\u{FF5E}').contains(&c) {
+                    char::from_u32(c as u32 - 0xFEE0).unwrap_or(c)
+                } else {
+                    c
+                }
+            })
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if rest.starts_with('|') || TEST_DENIED_TAGS.iter().any(|name| rest.starts_with(name)) {
             return true;
         }
     }
