@@ -194,18 +194,19 @@ pub struct ValidConfig {
 }
 
 impl ValidConfig {
-    /// Whether a launcher call always ends while the engine's lease still holds: the call's
-    /// whole timeout must be shorter than the lease margin the engine requires before it calls
-    /// out (`min_lease_left`), which itself must be shorter than the notification lease.
+    /// Whether a launcher call always ends while the engine's lease still holds: a call takes
+    /// at most two timeouts (lookup and create, then the second look and its rollbacks), which
+    /// must be shorter than the lease margin the engine requires before it calls out
+    /// (`min_lease_left`), itself shorter than the notification lease.
     pub fn fits(&self, policy: &Policy) -> Result<(), ConfigError> {
-        if self.request_timeout >= policy.min_lease_left
+        if 2 * self.request_timeout >= policy.min_lease_left
             || policy.min_lease_left >= policy.notify_lease
         {
             return Err(ConfigError::Invalid {
                 field: "request_timeout_ms",
                 reason: format!(
-                    "{} ms must be below the engine's min_lease_left ({} ms), itself below the \
-                     notify lease ({} ms)",
+                    "twice {} ms (a call's two looks) must be below the engine's min_lease_left \
+                     ({} ms), itself below the notify lease ({} ms)",
                     self.request_timeout.as_millis(),
                     policy.min_lease_left.as_millis(),
                     policy.notify_lease.as_millis()
@@ -441,11 +442,23 @@ mod tests {
 
     #[test]
     fn a_timeout_past_the_lease_margin_does_not_fit() {
-        let c = AgentServerConfig {
-            request_timeout_ms: 30_000,
-            ..AgentServerConfig::new("http://h", "a")
-        };
-        let v = c.validate().unwrap_or_else(|e| panic!("{e}"));
-        assert!(v.fits(&Policy::default()).is_err());
+        let policy = Policy::default();
+        let margin = policy.min_lease_left.as_millis() as u64;
+        for (ms, fits) in [
+            (margin / 2 - 1, true),
+            (margin / 2, false),
+            (margin - 1, false),
+        ] {
+            let c = AgentServerConfig {
+                request_timeout_ms: ms,
+                ..AgentServerConfig::new("http://h", "a")
+            };
+            let v = c.validate().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                v.fits(&policy).is_ok(),
+                fits,
+                "{ms} ms: two looks must fit the margin"
+            );
+        }
     }
 }

@@ -1,21 +1,26 @@
 //! [`AgentServerLauncher`]: the engine's [`Launcher`] port over the LangGraph Agent Server runs
 //! API (`langgraph dev`, LangGraph Platform, and gateways that follow its API).
 //!
-//! `start_run`: (owner check, if configured) → key lookup among the thread's runs → create.
+//! `start_run`: (owner check, if configured) → key lookup among the thread's runs (first look)
+//! → create → second look ("two looks, oldest wins", module `settle`).
 //!
 //! | what happens | outcome |
 //! |---|---|
 //! | thread id is not a canonical UUID (the server cannot hold it; it would answer 422) | `ThreadGone`, no request made |
-//! | a run of the thread holds the key in its metadata | `Started(that run)`, nothing created |
+//! | runs of the thread hold the key in their metadata | `Started(the oldest)`, the others rolled back, nothing created |
+//! | after a create, the second look finds an older run holding the key | `Started(the oldest)`, the new run rolled back |
+//! | after a create, the second look fails | `Failed`, the new run rolled back |
 //! | run list or create answers 404 (assistant re-checked and present) | `ThreadGone` |
 //! | create answers 404 and the assistant is missing or cannot be checked | `Failed` |
 //! | create answers 409 | `Busy` (nothing queued: `multitask_strategy` is always `reject`) |
 //! | create answers 2xx with a run id (UUID) for this thread | `Started(run)` |
 //! | 2xx without a valid run id, any other status (422, 5xx, 3xx…), a timeout, an answer over the byte limit, a broken exchange | `Failed` (bounded, secret-free; the run may exist, and a retry with the same key finds it) |
 //!
-//! The whole call — every request of it — ends within `request_timeout`; the create is not sent
-//! once that deadline has passed, so a worker that stalled after its lookup does not create a
-//! run late (README "What window remains").
+//! The lookup and the create end within `request_timeout`, and the create is not sent once that
+//! deadline has passed, so a worker that stalled after its lookup does not create a run late;
+//! the second look and its rollbacks get one more `request_timeout`. The whole call ends within
+//! `2 × request_timeout`, which [`ValidConfig::fits`] keeps below the engine's `min_lease_left`
+//! (README "What window remains").
 //!
 //! `run_status`: `GET /threads/{thread}/runs/{run}` → the status; 404 (run or thread gone) or an
 //! id the server cannot hold → `Missing`; anything else → `Err`.
@@ -25,6 +30,7 @@ use crate::config::{AgentServerConfig, ConfigError, ValidConfig};
 use crate::http::Http;
 use crate::ids::is_uuid;
 use crate::lookup::{find_run, Lookup};
+use crate::settle::{second_look, settle};
 use crate::text::failure;
 use crate::wire::{parse_run, run_body};
 use std::time::Instant;
@@ -59,7 +65,8 @@ impl AgentServerLauncher {
         assistant_exists(&self.http, &self.cfg).await
     }
 
-    async fn launch(&self, req: &RunRequest, deadline: Instant) -> LaunchOutcome {
+    async fn launch(&self, req: &RunRequest, start: Instant) -> LaunchOutcome {
+        let deadline = start + self.cfg.request_timeout;
         if let Some(key) = &self.cfg.owner_metadata_key {
             match thread_owned_by(&self.http, key, &req.thread, &req.owner).await {
                 Ok(true) => {}
@@ -68,7 +75,12 @@ impl AgentServerLauncher {
             }
         }
         match find_run(&self.http, &self.cfg, &req.thread, &req.key).await {
-            Ok(Lookup::Found(run)) => return LaunchOutcome::Started(run),
+            Ok(Lookup::Found(seen)) => {
+                if let Some(outcome) = settle(&self.http, &req.thread, None, &seen, deadline).await
+                {
+                    return outcome;
+                }
+            }
             Ok(Lookup::ThreadGone) => return LaunchOutcome::ThreadGone,
             Ok(Lookup::Absent { window_exhausted }) if window_exhausted => tracing::warn!(
                 thread = %req.thread,
@@ -83,7 +95,13 @@ impl AgentServerLauncher {
                 "the call's deadline passed before the create; nothing was created",
             ));
         }
-        self.create(req).await
+        match self.create(req).await {
+            LaunchOutcome::Started(mine) => {
+                let end = start + 2 * self.cfg.request_timeout;
+                second_look(&self.http, &self.cfg, &req.thread, &req.key, mine, end).await
+            }
+            other => other,
+        }
     }
 
     async fn create(&self, req: &RunRequest) -> LaunchOutcome {
@@ -145,9 +163,8 @@ impl Launcher for AgentServerLauncher {
         if !is_uuid(req.thread.as_str()) {
             return LaunchOutcome::ThreadGone;
         }
-        let budget = self.cfg.request_timeout;
-        let deadline = Instant::now() + budget;
-        let outcome = match tokio::time::timeout(budget, self.launch(&req, deadline)).await {
+        let budget = 2 * self.cfg.request_timeout;
+        let outcome = match tokio::time::timeout(budget, self.launch(&req, Instant::now())).await {
             Ok(outcome) => outcome,
             Err(_) => LaunchOutcome::Failed(failure(format_args!(
                 "no outcome within {} ms; the run may or may not exist",

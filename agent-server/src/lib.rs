@@ -4,8 +4,9 @@
 //! A notification is delivered by starting a run on the task's thread whose hidden input
 //! carries the notification prompt ([`wire`] documents the message and metadata fields). The
 //! server has no idempotency, so [`AgentServerLauncher`] looks the key up among the thread's
-//! runs before it creates one (module `lookup`); the window that remains, and what bounds it, is
-//! described in this crate's `README.md`. Every answer is untrusted: read up to a byte limit,
+//! runs before it creates one (module `lookup`) and looks again after (module `settle`: the
+//! oldest run holding the key delivers, newer ones are rolled back); the window that remains,
+//! and what bounds it, is described in this crate's `README.md`. Every answer is untrusted: read up to a byte limit,
 //! parsed strictly, and reduced to a bounded, secret-free message when it is an error.
 //!
 //! - [`config`]: settings, defaults and validation (header values are secrets).
@@ -20,6 +21,7 @@ mod http;
 pub mod ids;
 pub mod launcher;
 mod lookup;
+mod settle;
 mod text;
 pub mod wire;
 

@@ -3,22 +3,24 @@
 //! attempt created even when that attempt's answer was lost.
 //!
 //! The server lists a thread's runs newest first and cannot filter by metadata, so the lookup
-//! reads `lookup_page_size` runs per page (asking only for `run_id` and `metadata`) and stops at
-//! the first match, at a short page (the end of the list), or after `lookup_page_limit` pages.
+//! reads `lookup_page_size` runs per page (asking only for `run_id`, `created_at` and
+//! `metadata`) and stops after the first page holding the key (returning every run of that page
+//! holding it, for [`tasklatch_core::reconcile::oldest_wins`]), at a short page (the end of the
+//! list), or after `lookup_page_limit` pages.
 //! A run created while the lookup pages only pushes older runs to later offsets: it can make a
 //! run appear twice, never skip one.
 
 use crate::config::ValidConfig;
 use crate::http::Http;
 use crate::text::failure;
-use crate::wire::find_in_page;
-use tasklatch_core::ids::{RunId, ThreadId};
+use crate::wire::{find_in_page, KeyedRun};
+use tasklatch_core::ids::ThreadId;
 
 /// What the lookup found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Lookup {
-    /// A run with the key exists on the thread.
-    Found(RunId),
+    /// Runs with the key exist on the thread (creation time, id), newest first.
+    Found(Vec<KeyedRun>),
     /// No run with the key among the runs read (all of them, or the newest
     /// `page_size × page_limit` if the thread has more).
     Absent {
@@ -40,7 +42,7 @@ pub async fn find_run(
     let size = cfg.lookup_page_size;
     for page in 0..cfg.lookup_page_limit {
         let path = format!(
-            "/threads/{thread}/runs?limit={size}&offset={}&select=run_id&select=metadata",
+            "/threads/{thread}/runs?limit={size}&offset={}&select=run_id&select=created_at&select=metadata",
             u64::from(page) * u64::from(size)
         );
         let answer = http
@@ -57,8 +59,8 @@ pub async fn find_run(
         }
         let (len, found) = find_in_page(&answer.body, key)
             .map_err(|why| failure(format_args!("run lookup: {why}")))?;
-        if let Some(run) = found {
-            return Ok(Lookup::Found(run));
+        if !found.is_empty() {
+            return Ok(Lookup::Found(found));
         }
         if len < size as usize {
             return Ok(Lookup::Absent {

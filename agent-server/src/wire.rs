@@ -120,9 +120,14 @@ fn run_of(value: &Value) -> Result<WireRun, &'static str> {
     })
 }
 
-/// One page of a thread's runs: its length, and the run holding `key` in its metadata if the
-/// page has one. `Err` when the page is not a list, or the run with the key has no valid id.
-pub fn find_in_page(body: &[u8], key: &str) -> Result<(usize, Option<RunId>), &'static str> {
+/// A run holding the key, as a run list shows it: its creation time (the server's ISO 8601
+/// text, compared as text — one server writes one format) and its id. Sorting these gives the
+/// server's order: created_at, then run id.
+pub type KeyedRun = (String, RunId);
+
+/// One page of a thread's runs: its length, and every run holding `key` in its metadata.
+/// `Err` when the page is not a list, or a run with the key has no valid id.
+pub fn find_in_page(body: &[u8], key: &str) -> Result<(usize, Vec<KeyedRun>), &'static str> {
     let value: Value = serde_json::from_slice(body).map_err(|_| "the run list is not JSON")?;
     let runs = value.as_array().ok_or("the run list is not a list")?;
     let holds_key = |run: &Value| {
@@ -131,13 +136,17 @@ pub fn find_in_page(body: &[u8], key: &str) -> Result<(usize, Option<RunId>), &'
             .and_then(Value::as_str)
             == Some(key)
     };
-    match runs.iter().find(|r| holds_key(r)) {
-        Some(run) => {
-            let found = run_of(run).map_err(|_| "the run with this key has no valid run id")?;
-            Ok((runs.len(), Some(found.run_id)))
-        }
-        None => Ok((runs.len(), None)),
+    let mut found = Vec::new();
+    for run in runs.iter().filter(|r| holds_key(r)) {
+        let id = run_of(run).map_err(|_| "the run with this key has no valid run id")?;
+        let created = run
+            .get("created_at")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        found.push((created, id.run_id));
     }
+    Ok((runs.len(), found))
 }
 
 #[cfg(test)]
@@ -204,6 +213,25 @@ mod tests {
     }
 
     #[test]
+    fn every_run_with_the_key_is_found_with_its_creation_time() {
+        let other = "01a23af8-b86b-71a5-886a-c3f01cdbaf4b";
+        let page = format!(
+            r#"[{{"run_id":"{other}","created_at":"2026-01-01T00:00:02+00:00","metadata":{{"tasklatch_key":"k"}}}},
+                {{"run_id":"{RUN}","created_at":"2026-01-01T00:00:01+00:00","metadata":{{"tasklatch_key":"k"}}}}]"#
+        );
+        assert_eq!(
+            find_in_page(page.as_bytes(), "k"),
+            Ok((
+                2,
+                vec![
+                    ("2026-01-01T00:00:02+00:00".into(), RunId(other.into())),
+                    ("2026-01-01T00:00:01+00:00".into(), RunId(RUN.into())),
+                ]
+            ))
+        );
+    }
+
+    #[test]
     fn a_page_is_searched_by_exact_key() {
         let page = format!(
             r#"[{{"run_id":"{RUN}","metadata":{{"tasklatch_key":"task:a:1:0"}}}},
@@ -212,9 +240,9 @@ mod tests {
         );
         assert_eq!(
             find_in_page(page.as_bytes(), "task:a:1:0"),
-            Ok((3, Some(RunId(RUN.into()))))
+            Ok((3, vec![(String::new(), RunId(RUN.into()))]))
         );
-        assert_eq!(find_in_page(page.as_bytes(), "task:a:1:1"), Ok((3, None)));
+        assert_eq!(find_in_page(page.as_bytes(), "task:a:1:1"), Ok((3, vec![])));
         assert!(find_in_page(page.as_bytes(), "task:a:1:10").is_err());
         assert!(find_in_page(b"{}", "k").is_err());
     }

@@ -44,6 +44,7 @@ async fn the_launcher_against_langgraph_dev() {
     the_lookup_pages_back_to_an_older_run(&server).await;
     a_thread_of_another_owner_is_gone_when_owners_are_checked(&server).await;
     the_server_duplicates_a_key_but_the_message_stays_single(&server).await;
+    two_runs_of_one_key_the_oldest_delivers_the_newer_is_rolled_back(&server).await;
 }
 
 async fn the_assistant_check_tells_a_missing_assistant(server: &LangGraph) {
@@ -270,4 +271,57 @@ async fn the_server_duplicates_a_key_but_the_message_stays_single(server: &LangG
         .filter(|m| m["additional_kwargs"][NOTIFICATION_FLAG] == true)
         .count();
     assert_eq!(notifications, 1, "{messages:?}");
+}
+
+/// "Two looks, oldest wins" on the real server: two runs hold one key (an older one that
+/// ended, a newer one still running — what a stalled worker's late create leaves); the
+/// launcher reports the oldest and rolls the newer one back (the server deletes it).
+async fn two_runs_of_one_key_the_oldest_delivers_the_newer_is_rolled_back(server: &LangGraph) {
+    let launcher = server.launcher(|_| {});
+    let thread = server.create_thread(json!({})).await;
+    let mut ids = Vec::new();
+    for prompt in ["first", "fixture: sleep 20"] {
+        let req = request("task:tsk_i:1:0", &thread, prompt);
+        let answer = server
+            .post_json(&format!("/threads/{thread}/runs"), &run_body("echo", &req))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .text()
+            .await
+            .unwrap_or_default();
+        let run: serde_json::Value =
+            serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"));
+        let id = RunId(run["run_id"].as_str().unwrap_or_default().to_owned());
+        if prompt == "first" {
+            wait_terminal(&launcher, &thread, &id, RUN_LIMIT).await;
+        }
+        ids.push(id);
+    }
+    assert_eq!(
+        server.runs(&thread).await.len(),
+        2,
+        "no idempotency on the server"
+    );
+    let req = request("task:tsk_i:1:0", &thread, "first");
+    assert_eq!(
+        started(launcher.start_run(req).await),
+        ids[0],
+        "the oldest delivers"
+    );
+    let left: Vec<String> = server
+        .runs(&thread)
+        .await
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        left,
+        vec![ids[0].to_string()],
+        "the newer run was rolled back"
+    );
+    assert_eq!(
+        launcher.run_status(&thread, &ids[1]).await,
+        Ok(RunStatus::Missing)
+    );
 }

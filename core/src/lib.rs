@@ -26,6 +26,7 @@ pub mod mem_store;
 pub mod mutation;
 pub mod policy;
 pub mod ports;
+pub mod reconcile;
 pub mod remote;
 pub mod secret;
 pub mod snapshot;

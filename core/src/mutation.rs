@@ -42,11 +42,15 @@ pub enum Mutant {
     LedgerUniquenessDropped,
     /// A new event overwrites the in-flight frozen snapshot.
     InFlightSnapshotOverwritten,
+    /// An Agent Server launcher creates a run without looking its key up first.
+    LauncherSkipsKeyLookup,
+    /// An Agent Server launcher keeps its own new run without looking again (no oldest-wins).
+    LauncherSkipsReconciliation,
 }
 
 impl Mutant {
     /// Every planted bug.
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 17] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -62,6 +66,8 @@ impl Mutant {
         Mutant::PollAppliedAfterCancel,
         Mutant::LedgerUniquenessDropped,
         Mutant::InFlightSnapshotOverwritten,
+        Mutant::LauncherSkipsKeyLookup,
+        Mutant::LauncherSkipsReconciliation,
     ];
 
     /// The `--mutant` spelling.
@@ -82,7 +88,18 @@ impl Mutant {
             Mutant::PollAppliedAfterCancel => "poll-applied-after-cancel",
             Mutant::LedgerUniquenessDropped => "ledger-uniqueness-dropped",
             Mutant::InFlightSnapshotOverwritten => "in-flight-snapshot-overwritten",
+            Mutant::LauncherSkipsKeyLookup => "launcher-skips-key-lookup",
+            Mutant::LauncherSkipsReconciliation => "launcher-skips-reconciliation",
         }
+    }
+
+    /// Planted bugs of the launcher over a peer without idempotency (the LangGraph Agent
+    /// Server): they only show with the simulation's gateway in `langgraph` mode.
+    pub fn needs_agent_server(self) -> bool {
+        matches!(
+            self,
+            Mutant::LauncherSkipsKeyLookup | Mutant::LauncherSkipsReconciliation
+        )
     }
 
     /// Planted bugs that also live in the Postgres adapter's SQL (lease guards, uniqueness).

@@ -2,6 +2,7 @@
 //! draws the workload and the timed faults. Same seed, same plan.
 
 use crate::fault::*;
+use crate::gateway_mode::GatewayMode;
 use crate::plan::*;
 use crate::timing::LEASE_MS;
 use rand::seq::IndexedRandom;
@@ -16,6 +17,9 @@ pub struct Knobs {
     pub workers: Option<u32>,
     /// Tasks; drawn from the seed when absent.
     pub tasks: Option<u32>,
+    /// Which launcher peer the gateway plays (not drawn: the same seed gives the same
+    /// workload and faults in either mode).
+    pub gateway: GatewayMode,
 }
 
 /// Length of the chaos phase of generated plans.
@@ -113,6 +117,7 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         tasks,
         user,
         faults,
+        gateway: knobs.gateway,
     }
 }
 

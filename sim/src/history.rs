@@ -314,6 +314,31 @@ pub enum Event {
         /// Whether the reply was dropped.
         dropped: bool,
     },
+    /// `langgraph` mode: the gateway served a page of a thread's runs.
+    RunsListed {
+        /// Thread.
+        thread: String,
+        /// Runs skipped.
+        offset: u32,
+        /// Runs in the page (`None`: 404).
+        count: Option<u32>,
+    },
+    /// `langgraph` mode: a run was created behind an active run of its thread (no `reject`
+    /// strategy) — a notification queued instead of a 409.
+    RunQueued {
+        /// Run id.
+        run: String,
+        /// Its key.
+        key: String,
+    },
+    /// `langgraph` mode: a pending or running run was cancelled with rollback (deleted: it
+    /// delivers nothing).
+    RunRolledBack {
+        /// Run id.
+        run: String,
+        /// Its key.
+        key: String,
+    },
 }
 
 #[derive(Default)]

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agent_server;
 pub mod backend;
 pub mod campaign;
 pub mod checker;
@@ -15,6 +16,7 @@ pub mod coverage;
 pub mod ctx;
 pub mod fault;
 pub mod fixture;
+pub mod gateway_mode;
 pub mod generate;
 pub mod history;
 pub mod hosts;

@@ -2,7 +2,19 @@
 //! seed, and a row per bug saying whether and where it was caught.
 
 use crate::campaign::CampaignReport;
+use crate::gateway_mode::GatewayMode;
 use tasklatch_core::mutation::Mutant;
+
+/// The gateway mode mutant `m`'s campaign runs in: the launcher's planted bugs over a peer
+/// without idempotency need `langgraph` (the ledger would hide them); the others run in
+/// `asked`, the mode on the command line.
+pub fn gateway_for(m: Mutant, asked: GatewayMode) -> GatewayMode {
+    if m.needs_agent_server() {
+        GatewayMode::Langgraph
+    } else {
+        asked
+    }
+}
 
 /// The planted bugs a table covers: `only`, else every one — on Postgres every one that lives
 /// in SQL (the others do not depend on the store).

@@ -5,6 +5,7 @@
 //! truth: replaying a plan file reproduces the run, and shrinking edits the plan.
 
 use crate::fault::Fault;
+use crate::gateway_mode::GatewayMode;
 use serde::{Deserialize, Serialize};
 
 /// One simulation run, fully described.
@@ -25,6 +26,9 @@ pub struct Plan {
     pub user: Vec<UserAction>,
     /// The timed faults.
     pub faults: Vec<Fault>,
+    /// Which launcher peer the `gateway` host plays (absent: `ledger`).
+    #[serde(default, skip_serializing_if = "GatewayMode::is_ledger")]
+    pub gateway: GatewayMode,
 }
 
 /// A task: who submits it, when, and how the remote job behaves.

@@ -1,6 +1,7 @@
 //! The shell command that replays a run: what a failing campaign seed, a summary and a shrink
 //! print, so a failure found anywhere is one copy-paste away.
 
+use crate::gateway_mode::GatewayMode;
 use std::path::Path;
 use tasklatch_core::mutation::Mutant;
 
@@ -15,6 +16,8 @@ pub struct ReplayCommand {
     pub tasks: Option<u32>,
     /// The planted bug switched on.
     pub mutant: Option<Mutant>,
+    /// The gateway mode fixed on the command line.
+    pub gateway: GatewayMode,
 }
 
 impl ReplayCommand {
@@ -27,6 +30,9 @@ impl ReplayCommand {
         }
         if let Some(t) = self.tasks {
             cmd.push_str(&format!(" --tasks {t}"));
+        }
+        if !self.gateway.is_ledger() {
+            cmd.push_str(&format!(" --gateway {}", self.gateway));
         }
         self.push_mutant(&mut cmd);
         cmd
@@ -75,6 +81,7 @@ mod tests {
             workers: Some(2),
             tasks: Some(9),
             mutant: Some(Mutant::ALL[0]),
+            gateway: GatewayMode::Ledger,
         };
         assert_eq!(
             full.seed(7),

@@ -48,3 +48,17 @@ pub fn sim_timeouts() -> Timeouts {
         launcher: Duration::from_secs(3),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_with_two_looks_fits_the_lease_margin() {
+        let (p, t) = (sim_policy(), sim_timeouts());
+        assert!(
+            2 * t.launcher < p.min_lease_left,
+            "a langgraph-mode launch takes up to two launcher deadlines"
+        );
+    }
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tasklatch_core::mutation::Mutant;
 use tasklatch_sim::campaign::{self, run_campaign, run_plan, BackendFactory, CampaignOptions};
 use tasklatch_sim::campaign::{CampaignReport, Progress};
+use tasklatch_sim::gateway_mode::GatewayMode;
 use tasklatch_sim::generate::{generate, Knobs};
 use tasklatch_sim::plan::Plan;
 use tasklatch_sim::replay_command::ReplayCommand;
@@ -58,6 +59,11 @@ pub struct SimArgs {
     /// Tasks per run (default: drawn from the seed, 6 to 14).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=500))]
     tasks: Option<u32>,
+    /// Which launcher peer the `gateway` host plays: our idempotent run ledger, or a server
+    /// that behaves like the LangGraph Agent Server (no idempotency; the workers' launcher
+    /// looks the key up, creates, and looks again). A plan file carries its own mode.
+    #[arg(long, default_value_t = GatewayMode::Ledger)]
+    gateway: GatewayMode,
     /// Switch on one planted bug (needs a build with `--features mutations`).
     #[arg(long)]
     mutant: Option<Mutant>,
@@ -216,6 +222,7 @@ fn knobs(args: &SimArgs) -> Knobs {
     Knobs {
         workers: args.workers,
         tasks: args.tasks,
+        gateway: args.gateway,
     }
 }
 
@@ -225,6 +232,7 @@ fn replay_command(args: &SimArgs) -> ReplayCommand {
         workers: args.workers,
         tasks: args.tasks,
         mutant: args.mutant,
+        gateway: args.gateway,
     }
 }
 
@@ -342,7 +350,8 @@ fn mutant_table(
     println!("{}", mutants::header());
     let mut caught = 0;
     for m in &selection {
-        let opts = campaign_options(args, seeds.clone(), run_opts.clone(), Some(*m), true);
+        let mut opts = campaign_options(args, seeds.clone(), run_opts.clone(), Some(*m), true);
+        opts.knobs.gateway = mutants::gateway_for(*m, args.gateway);
         let report = campaign(&opts, factory.clone(), args.quiet)?;
         let (row, hit) = mutants::row(*m, &report);
         println!("{row}");

@@ -19,6 +19,22 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     noisy(f, v);
     ordered(f, v);
     frozen(f, v);
+    queued(f, v);
+}
+
+/// A notification run the gateway queued behind an active run of its thread: the launch
+/// should have been refused with 409 (DOMAIN §3 "Delivery": reject a busy thread instead of
+/// queueing) — the engine took it for a started run and the busy signal was lost.
+fn queued(f: &Facts<'_>, v: &mut Verdict) {
+    for &(entry, run, key) in &f.queued {
+        let task = parse_key(key).and_then(|(t, _, _)| f.label(t));
+        v.push(
+            Invariant::Fenced,
+            task,
+            Some(entry),
+            format!("run {run} was queued behind a busy thread instead of answered 409"),
+        );
+    }
 }
 
 fn count_deliveries(f: &Facts<'_>, v: &mut Verdict) {
@@ -181,6 +197,9 @@ fn duplicated(f: &Facts<'_>, v: &mut Verdict) {
         if let Some(l) = f.launches.iter().find(|l| l.entry == r.created) {
             runs_of_key.entry(l.key).or_default().insert(r.run);
         }
+    }
+    for runs in runs_of_key.values_mut() {
+        runs.retain(|run| !f.rolled_back.contains(run));
     }
     for (key, runs) in runs_of_key {
         if runs.len() > 1 {
@@ -456,5 +475,74 @@ fn frozen(f: &Facts<'_>, v: &mut Verdict) {
             }
             Some(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::checker::{check, Invariant};
+    use crate::generate::{generate, Knobs};
+    use crate::history::{Entry, Event, LaunchAnswer};
+
+    fn entry(event: Event) -> Entry {
+        Entry {
+            at_us: 0,
+            host: "gateway".into(),
+            task: None,
+            event,
+        }
+    }
+
+    fn launch(run: &str) -> Event {
+        Event::LaunchServed {
+            key: "task:t1:1:0".into(),
+            owner: "o".into(),
+            thread: "th".into(),
+            prompt: "p".into(),
+            answer: LaunchAnswer::Started { run: run.into() },
+            created_run: Some(run.into()),
+            dropped: false,
+        }
+    }
+
+    fn invariants(events: Vec<Event>) -> Vec<(Invariant, String)> {
+        let plan = generate(0, &Knobs::default());
+        let entries: Vec<Entry> = events.into_iter().map(entry).collect();
+        check(&plan, &entries)
+            .violations
+            .into_iter()
+            .filter(|v| matches!(v.invariant, Invariant::Fenced | Invariant::Duplicated))
+            .map(|v| (v.invariant, v.detail))
+            .collect()
+    }
+
+    #[test]
+    fn a_queued_run_is_flagged() {
+        let queued = Event::RunQueued {
+            run: "run-1".into(),
+            key: "task:t1:1:0".into(),
+        };
+        let found = invariants(vec![launch("run-1"), queued]);
+        assert!(
+            found
+                .iter()
+                .any(|(i, d)| *i == Invariant::Fenced && d.contains("queued")),
+            "{found:?}"
+        );
+        assert!(invariants(vec![launch("run-1")]).is_empty());
+    }
+
+    #[test]
+    fn a_second_run_of_a_key_is_a_duplicate_unless_rolled_back() {
+        let two = invariants(vec![launch("run-1"), launch("run-2")]);
+        assert!(
+            two.iter().any(|(i, _)| *i == Invariant::Duplicated),
+            "{two:?}"
+        );
+        let rolled = Event::RunRolledBack {
+            run: "run-2".into(),
+            key: "task:t1:1:0".into(),
+        };
+        assert!(invariants(vec![launch("run-1"), launch("run-2"), rolled]).is_empty());
     }
 }

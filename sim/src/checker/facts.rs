@@ -71,6 +71,11 @@ pub struct Facts<'a> {
     pub deleted_threads: BTreeSet<(&'a str, &'a str)>,
     /// Every secret the remote server handed out.
     pub secrets: Vec<&'a str>,
+    /// Runs the gateway rolled back while they were pending or running (`langgraph` mode):
+    /// deleted before they could deliver anything.
+    pub rolled_back: BTreeSet<&'a str>,
+    /// Runs the gateway queued behind an active run of their thread (history index, run).
+    pub queued: Vec<(usize, &'a str, &'a str)>,
 }
 
 impl<'a> Facts<'a> {
@@ -88,6 +93,8 @@ impl<'a> Facts<'a> {
             runs: BTreeMap::new(),
             deleted_threads: BTreeSet::new(),
             secrets: Vec::new(),
+            rolled_back: BTreeSet::new(),
+            queued: Vec::new(),
         };
         for (i, e) in entries.iter().enumerate() {
             match &e.event {
@@ -127,6 +134,10 @@ impl<'a> Facts<'a> {
                 Event::ThreadDeleted { owner, thread } => {
                     f.deleted_threads.insert((owner, thread));
                 }
+                Event::RunRolledBack { run, .. } => {
+                    f.rolled_back.insert(run);
+                }
+                Event::RunQueued { run, key } => f.queued.push((i, run, key)),
                 _ => {}
             }
         }

@@ -32,7 +32,8 @@ pub enum Invariant {
     /// Deliveries out of order, or a frozen snapshot that changed between attempts.
     Ordered,
     /// A write from an expired or superseded lease, a poll applied after a cancel request,
-    /// concurrent remote cancels, a stale snapshot after 409, a retry after 404.
+    /// concurrent remote cancels, a stale snapshot after 409, a retry after 404, a run queued
+    /// behind a busy thread instead of a 409.
     Fenced,
     /// A cross-owner listing or cancel, or a remote cancel nobody asked for.
     Isolated,

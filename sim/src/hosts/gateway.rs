@@ -1,10 +1,14 @@
-//! The `gateway` host: the launcher. An idempotent run ledger (the same key yields the same
-//! run), 409 while a run is active on the thread, 404 for deleted threads, and a simulated
-//! agent runtime that ends each run after a while — successfully unless a fault says otherwise.
+//! The `gateway` host: the launcher. In `ledger` mode (the default) an idempotent run ledger
+//! (the same key yields the same run), 409 while a run is active on the thread, 404 for deleted
+//! threads; in `langgraph` mode a simulated LangGraph Agent Server (module `langgraph`). Either
+//! way a simulated agent runtime ends each run after a while — successfully unless a fault says
+//! otherwise.
 
+use crate::agent_server::AgentServer;
 use crate::backend::Backend;
 use crate::ctx::{now_ms, timestamp, Ctx};
 use crate::fault::{BadEnd, FaultKind, Service};
+use crate::gateway_mode::GatewayMode;
 use crate::history::{Event, LaunchAnswer};
 use crate::ledger_call::{LedgerAnswer, LedgerCall};
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
@@ -12,20 +16,25 @@ use crate::wire::rpc::{serve, Reply};
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tasklatch_core::ids::RunId;
 use tasklatch_core::ports::{LaunchOutcome, RunRequest, RunStatus};
 
-/// The gateway's own state (the ledger lives in the backend).
+/// The gateway's own state (in ledger mode the ledger lives in the backend; in langgraph
+/// mode the simulated server lives here, in memory, whatever the store).
 pub struct GatewayState {
     known: BTreeSet<RunId>,
-    scheduled: BTreeSet<RunId>,
-    lost: BTreeSet<RunId>,
+    pub(super) scheduled: BTreeSet<RunId>,
+    pub(super) lost: BTreeSet<RunId>,
     rng: ChaCha8Rng,
-    replies: AtomicU64,
+    pub(super) replies: AtomicU64,
+    /// `langgraph` mode: the simulated Agent Server.
+    pub(super) server: AgentServer,
+    /// `langgraph` mode: each run's key.
+    pub(super) keys: BTreeMap<RunId, String>,
 }
 
 impl GatewayState {
@@ -37,6 +46,8 @@ impl GatewayState {
             lost: BTreeSet::new(),
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6761_7465),
             replies: AtomicU64::new(0),
+            server: AgentServer::default(),
+            keys: BTreeMap::new(),
         }
     }
 
@@ -71,6 +82,9 @@ async fn handle(
     state: Arc<Mutex<GatewayState>>,
     req: GatewayRequest,
 ) -> Reply<GatewayResponse> {
+    if ctx.plan.gateway == GatewayMode::Langgraph {
+        return super::langgraph::handle(ctx, state, req).await;
+    }
     let t = now_ms();
     match req {
         GatewayRequest::Launch(run) => launch(&ctx, &backend, &state, run, t).await,
@@ -113,6 +127,12 @@ async fn handle(
             backend
                 .ledger(LedgerCall::DeleteThread(req, now_ts()))
                 .await,
+        ))),
+        GatewayRequest::ListRuns { .. }
+        | GatewayRequest::CreateRun { .. }
+        | GatewayRequest::CancelRun { .. }
+        | GatewayRequest::GetAssistant(_) => Reply::Send(GatewayResponse::Done(Err(
+            "404: the ledger gateway has no such route".into(),
         ))),
     }
 }
@@ -215,7 +235,8 @@ async fn start(
             if new {
                 ctx.history.alias(run.as_str(), &req.key);
                 let (ended, key) = (run.clone(), req.key.clone());
-                schedule_end(ctx.clone(), backend.clone(), state.clone(), ended, key, t);
+                let backend = Some(backend.clone());
+                schedule_end(ctx.clone(), backend, state.clone(), ended, key, t);
                 created_run = Some(run.to_string());
             }
             LaunchAnswer::Started {
@@ -235,10 +256,12 @@ async fn start(
     (answer, outcome, created_run)
 }
 
-/// Ends a new run after its duration, as the plan's faults at its start say.
-fn schedule_end(
+/// Ends a new run after its duration, as the plan's faults at its start say: in the ledger of
+/// `backend`, or (`None`, langgraph mode) in the simulated server, where a queued run first
+/// waits for its turn and a run rolled back or deleted meanwhile ends unrecorded.
+pub(super) fn schedule_end(
     ctx: Arc<Ctx>,
-    backend: Backend,
+    backend: Option<Backend>,
     state: Arc<Mutex<GatewayState>>,
     run: RunId,
     key: String,
@@ -246,20 +269,36 @@ fn schedule_end(
 ) {
     let (run_ms, end) = run_fate(&ctx, &state, &run, t);
     tokio::task::spawn_local(async move {
+        if backend.is_none() {
+            super::langgraph::wait_turn(&state, &run).await;
+        }
         tokio::time::sleep(Duration::from_millis(run_ms)).await;
         let ledger_end = if end == RunStatus::Missing {
             RunStatus::Interrupted
         } else {
             end
         };
-        let _ = backend
-            .ledger(LedgerCall::Finish(run.clone(), ledger_end, now_ts()))
-            .await;
+        let ended = match &backend {
+            Some(backend) => {
+                let _ = backend
+                    .ledger(LedgerCall::Finish(run.clone(), ledger_end, now_ts()))
+                    .await;
+                true
+            }
+            None => state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .server
+                .finish(&run, ledger_end),
+        };
         state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .scheduled
             .remove(&run);
+        if !ended {
+            return;
+        }
         ctx.history.record_about(
             "gateway",
             &key,

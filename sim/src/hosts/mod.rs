@@ -2,6 +2,7 @@
 
 pub mod db;
 pub mod gateway;
+pub mod langgraph;
 pub mod mcp;
 pub mod user;
 pub mod worker;

@@ -1,6 +1,9 @@
 //! The launcher port: the run launcher reached at the `gateway` host, every call recorded.
+//! In `langgraph` mode `start_run` is the Agent Server launcher's lookup, create and second
+//! look (module `agent_launcher`); the recording and the pause at the end are the same.
 
 use super::Caller;
+use crate::gateway_mode::GatewayMode;
 use crate::history::Event;
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
 use crate::wire::rpc::{call, CallError};
@@ -16,17 +19,31 @@ pub struct RpcLauncher {
 impl RpcLauncher {
     /// Sends one gateway request with the launcher deadline.
     pub async fn call(&self, req: GatewayRequest) -> Result<GatewayResponse, CallError> {
-        call::<_, GatewayResponse>("gateway", &req, self.caller.ctx.timeouts.launcher).await
+        self.call_within(req, self.caller.ctx.timeouts.launcher)
+            .await
+    }
+
+    /// Sends one gateway request with deadline `within`.
+    pub async fn call_within(
+        &self,
+        req: GatewayRequest,
+        within: std::time::Duration,
+    ) -> Result<GatewayResponse, CallError> {
+        call::<_, GatewayResponse>("gateway", &req, within).await
     }
 }
 
 impl Launcher for RpcLauncher {
     async fn start_run(&self, req: RunRequest) -> LaunchOutcome {
         let key = req.key.clone();
-        let outcome = match self.call(GatewayRequest::Launch(req)).await {
-            Ok(GatewayResponse::Launch(o)) => o,
-            Ok(_) => LaunchOutcome::Failed("unexpected answer from the launcher".into()),
-            Err(e) => LaunchOutcome::Failed(format!("launcher unreachable: {e}")),
+        let outcome = if self.caller.ctx.plan.gateway == GatewayMode::Langgraph {
+            super::agent_launcher::start_run(self, &req).await
+        } else {
+            match self.call(GatewayRequest::Launch(req)).await {
+                Ok(GatewayResponse::Launch(o)) => o,
+                Ok(_) => LaunchOutcome::Failed("unexpected answer from the launcher".into()),
+                Err(e) => LaunchOutcome::Failed(format!("launcher unreachable: {e}")),
+            }
         };
         let text = match &outcome {
             LaunchOutcome::Started(run) => format!("started:{run}"),

@@ -5,6 +5,7 @@
 //! the plan's pauses: a paused lane stalls when a call returns, before the engine sees the
 //! answer — the moment a real process pause would hurt most.
 
+mod agent_launcher;
 mod clock;
 mod driver;
 mod launcher;

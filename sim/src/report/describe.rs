@@ -172,6 +172,10 @@ fn service(event: &Event) -> Option<String> {
             format!("run {run} ({key}) ended: {}", status.as_str())
         }
         Event::PortLookup { lane, run, outcome } => format!("{lane} looked up {run}: {outcome}"),
+        Event::RunQueued { run, key } => {
+            format!("run {run} ({key}) queued behind a busy thread (no 409)")
+        }
+        Event::RunRolledBack { run, key } => format!("run {run} ({key}) rolled back"),
         _ => return None,
     })
 }
