@@ -6,7 +6,7 @@
 
 use crate::ids::{OwnerId, RunId, ServerId, ThreadId};
 use crate::remote::ErrorClass;
-use crate::secret::RemoteHandle;
+use crate::secret::{RemoteHandle, Secret};
 use crate::snapshot::RemoteReport;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -84,6 +84,18 @@ pub trait Driver: Send + Sync {
         server: &ServerId,
         handle: &RemoteHandle,
     ) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
+    /// Sends the user's `answer` to the open question `request_id` (as the task's input request
+    /// names it) of the `input_required` task `handle` names. Called at most once per recorded
+    /// answer. `Ok` means the server accepted it; `Rejected` (or `Malformed`, `UnknownTask`)
+    /// means it was not accepted and is not retried; `Unavailable` means the outcome is unknown.
+    /// The answer must never appear in an error, a log line or a report.
+    fn answer(
+        &self,
+        server: &ServerId,
+        handle: &RemoteHandle,
+        request_id: &str,
+        answer: &Secret,
+    ) -> impl Future<Output = Result<(), DriverError>> + Send;
 }
 
 /// A run that delivers one notification on a thread.

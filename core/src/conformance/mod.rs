@@ -23,9 +23,11 @@
 //! dev-dependencies. A body that fails panics before `cleanup`, as a failing test does.
 //!
 //! - [`claims`], [`poll`], [`notify`], [`cancel`], [`release`], [`views`]: the store bodies.
+//! - [`answer`]: answers to input requests.
 //! - [`ledger`]: the run ledger bodies.
 //! - [`support`]: the builders they share.
 
+pub mod answer;
 pub mod cancel;
 pub mod claims;
 pub mod ledger;
@@ -89,6 +91,10 @@ macro_rules! store_conformance {
             views::hostile_text_is_storable,
             views::overview_counts,
             views::admin_rows_pages_in_id_order,
+            answer::answer_scope_bound_and_asked,
+            answer::answer_second_refused,
+            answer::answer_stale_lease_refused,
+            answer::answer_at_most_once,
         );
     };
 }
