@@ -88,14 +88,20 @@ pub trait Driver: Send + Sync {
     /// names it) of the `input_required` task `handle` names. Called at most once per recorded
     /// answer. `Ok` means the server accepted it; `Rejected` (or `Malformed`, `UnknownTask`)
     /// means it was not accepted and is not retried; `Unavailable` means the outcome is unknown.
-    /// The answer must never appear in an error, a log line or a report.
+    /// The answer must never appear in an error, a log line or a report. A driver that cannot
+    /// answer keeps this default: every answer is refused and nothing is sent.
     fn answer(
         &self,
         server: &ServerId,
         handle: &RemoteHandle,
         request_id: &str,
         answer: &Secret,
-    ) -> impl Future<Output = Result<(), DriverError>> + Send;
+    ) -> impl Future<Output = Result<(), DriverError>> + Send {
+        let _ = (server, handle, request_id, answer);
+        std::future::ready(Err(DriverError::Rejected(
+            "this driver cannot answer input requests".into(),
+        )))
+    }
 }
 
 /// A run that delivers one notification on a thread.
