@@ -13,7 +13,7 @@ use crate::store::*;
 use crate::task::TaskRow;
 use crate::time::Timestamp;
 use crate::transitions::outbox::Requeued;
-use crate::transitions::{cancel, guard, outbox, poll, submit};
+use crate::transitions::{answer, cancel, guard, outbox, poll, submit};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -99,7 +99,10 @@ fn lease_row(kind: LeaseKind, row: &mut TaskRow, req: &ClaimRequest) -> Lease {
         expires_at: req.now.plus(req.lease_for),
     };
     match kind {
-        LeaseKind::Poll => row.poll.lease = Some(lease.clone()),
+        LeaseKind::Poll => {
+            row.poll.lease = Some(lease.clone());
+            answer::on_poll_claim(row, lease.token);
+        }
         LeaseKind::Notify => outbox::claim(&mut row.outbox, lease.clone()),
         LeaseKind::Cancel => row.cancel.lease = Some(lease.clone()),
     }
@@ -265,6 +268,46 @@ impl Store for MemStore {
             cancel::RequestResult::AlreadyRequested => CancelOutcome::AlreadyRequested(id),
             cancel::RequestResult::AlreadyFinished => CancelOutcome::AlreadyFinished(id),
         })
+    }
+
+    async fn record_answer(
+        &self,
+        scope: &Scope,
+        req: AnswerRequest,
+        now: Timestamp,
+    ) -> Result<AnswerOutcome, StoreError> {
+        answer::validate(&req.request_id, req.text.expose())?;
+        let mut rows = self.rows();
+        let Some(row) = rows
+            .get_mut(&req.task_id)
+            .filter(|r| r.identity.owner == scope.owner && r.identity.thread == scope.thread)
+        else {
+            return Ok(AnswerOutcome::NotFound);
+        };
+        let recorded = answer::record(row, &req.request_id, req.text.expose(), now);
+        let id = req.task_id;
+        Ok(match recorded {
+            answer::RecordResult::Recorded => AnswerOutcome::Recorded(id),
+            answer::RecordResult::AlreadyAnswered => AnswerOutcome::AlreadyAnswered(id),
+            answer::RecordResult::AnotherPending => AnswerOutcome::AnotherPending(id),
+            answer::RecordResult::NotAsked => AnswerOutcome::NotAsked(id),
+        })
+    }
+
+    async fn finish_answers(
+        &self,
+        writes: Vec<AnswerWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        Ok(self.write_each(
+            writes,
+            |w| &w.task_id,
+            |row, w| {
+                guard::answer_write(row, &w.lease, now)?;
+                answer::apply(row, w.action);
+                Ok(Written::of(row, None))
+            },
+        ))
     }
 
     async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {

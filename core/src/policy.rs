@@ -32,6 +32,10 @@ pub const MAX_ID: usize = 200;
 pub const MAX_DRIVER_DATA: usize = 4_000;
 /// Tasks in the per-run context projection (DOMAIN §8).
 pub const MAX_CONTEXT_TASKS: usize = 20;
+/// Bytes of a user's answer to an input request; a longer one is refused as invalid.
+pub const MAX_ANSWER_BYTES: usize = 16 << 10;
+/// Characters of an input request id (`[A-Za-z0-9_-]`, as written in the input request).
+pub const MAX_REQUEST_ID: usize = 64;
 /// Rows in one claim batch: a larger claim limit is refused as invalid by every store.
 pub const MAX_BATCH: usize = 1_000;
 

@@ -6,7 +6,7 @@
 
 use crate::ids::{OwnerId, RunId, ServerId, ThreadId};
 use crate::remote::ErrorClass;
-use crate::secret::RemoteHandle;
+use crate::secret::{RemoteHandle, Secret};
 use crate::snapshot::RemoteReport;
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -84,6 +84,24 @@ pub trait Driver: Send + Sync {
         server: &ServerId,
         handle: &RemoteHandle,
     ) -> impl Future<Output = Result<RemoteReport, DriverError>> + Send;
+    /// Sends the user's `answer` to the open question `request_id` (as the task's input request
+    /// names it) of the `input_required` task `handle` names. Called at most once per recorded
+    /// answer. `Ok` means the server accepted it; `Rejected` (or `Malformed`, `UnknownTask`)
+    /// means it was not accepted and is not retried; `Unavailable` means the outcome is unknown.
+    /// The answer must never appear in an error, a log line or a report. A driver that cannot
+    /// answer keeps this default: every answer is refused and nothing is sent.
+    fn answer(
+        &self,
+        server: &ServerId,
+        handle: &RemoteHandle,
+        request_id: &str,
+        answer: &Secret,
+    ) -> impl Future<Output = Result<(), DriverError>> + Send {
+        let _ = (server, handle, request_id, answer);
+        std::future::ready(Err(DriverError::Rejected(
+            "this driver cannot answer input requests".into(),
+        )))
+    }
 }
 
 /// A run that delivers one notification on a thread.

@@ -1,4 +1,4 @@
-//! The three state enums of a task row: remote status, notification status, cancel status.
+//! The state enums of a task row: remote status, notification status, cancel status, answer status.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -54,6 +54,26 @@ text_enum!(
         Failed = "failed",
         /// Cancelled.
         Cancelled = "cancelled",
+    }
+);
+
+text_enum!(
+    /// Where the user's answer to an `input_required` question is (DOMAIN §6a). Only the latest
+    /// answer is kept; its text is dropped once an attempt to send it was made.
+    AnswerStatus {
+        /// No answer recorded.
+        None = "none",
+        /// Recorded; the next poll claim sends it.
+        Pending = "pending",
+        /// A poll claim marked the attempt; the send is in flight under that claim's token.
+        Sending = "sending",
+        /// The driver confirmed it: the server accepted the answer.
+        Sent = "sent",
+        /// An attempt was made but its outcome is unknown (the sender crashed, lost its lease or
+        /// the call timed out). It is never sent again (at most once).
+        Unconfirmed = "unconfirmed",
+        /// The driver refused it or the server rejected it; nothing more is tried.
+        Failed = "failed",
     }
 );
 

@@ -12,9 +12,11 @@
 use crate::event::Fingerprint;
 use crate::ids::{OwnerId, TaskId, ThreadId, WorkerId};
 use crate::lease::{Lease, LeaseKind, Refusal};
+use crate::secret::Secret;
 use crate::status::{DeadLetterReason, NotifyStatus};
 use crate::task::TaskRow;
 use crate::time::Timestamp;
+use crate::transitions::answer::AnswerAction;
 use crate::transitions::cancel::CancelAction;
 use crate::transitions::outbox::{NotifyAction, Recorded};
 use crate::transitions::poll::PollUpdate;
@@ -99,6 +101,43 @@ pub struct CancelWrite {
     pub lease: Lease,
     /// The step's outcome.
     pub action: CancelAction,
+}
+
+/// An answer outcome to apply under the poll lease whose claim marked the attempt.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct AnswerWrite {
+    /// The task.
+    pub task_id: TaskId,
+    /// The poll claim's lease (its token is the attempt's).
+    pub lease: Lease,
+    /// The attempt's outcome.
+    pub action: AnswerAction,
+}
+
+/// The user's answer to one input request of a task in the caller's scope.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct AnswerRequest {
+    /// The task.
+    pub task_id: TaskId,
+    /// The request id, as the task's input request names it (`[id]`).
+    pub request_id: String,
+    /// The answer (secret-like: never formatted).
+    pub text: Secret,
+}
+
+/// What recording an answer did.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum AnswerOutcome {
+    /// Recorded; the next poll of the task sends it.
+    Recorded(TaskId),
+    /// This request was already answered; nothing changed.
+    AlreadyAnswered(TaskId),
+    /// Another answer of the task waits to be sent; nothing changed.
+    AnotherPending(TaskId),
+    /// The task does not ask for this request now; nothing changed.
+    NotAsked(TaskId),
+    /// No such task in the caller's scope (other owners' tasks are "not found" too).
+    NotFound,
 }
 
 /// Gives a lease back without a result.
@@ -262,6 +301,27 @@ pub trait Store: Send + Sync {
         target: &CancelTarget,
         now: Timestamp,
     ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
+
+    /// Records the user's answer to an input request of a task in the caller's scope
+    /// ([`crate::transitions::answer::record`], after
+    /// [`crate::transitions::answer::validate`]: a malformed id or an answer over
+    /// [`crate::policy::MAX_ANSWER_BYTES`] is [`StoreError::Invalid`]). Atomic. Tasks of other
+    /// owners or threads are [`AnswerOutcome::NotFound`]. The answer is never logged or shown.
+    fn record_answer(
+        &self,
+        scope: &Scope,
+        answer: AnswerRequest,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<AnswerOutcome, StoreError>> + Send;
+
+    /// Applies answer outcomes ([`crate::transitions::answer::apply`]), each guarded by
+    /// [`crate::transitions::guard::answer_write`] at `now`: the poll lease that marked the
+    /// attempt. The poll lease stays held.
+    fn finish_answers(
+        &self,
+        writes: Vec<AnswerWrite>,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
 
     /// The caller's tasks in this thread, newest first (created desc, then id).
     fn list_tasks(

@@ -7,8 +7,9 @@
 
 use crate::event::{Event, Fingerprint};
 use crate::ids::{RunId, TaskId};
-use crate::lease::{Lease, LeaseKind};
-use crate::status::{CancelStatus, DeadLetterReason, NotifyStatus};
+use crate::lease::{Lease, LeaseKind, LeaseToken};
+use crate::secret::Secret;
+use crate::status::{AnswerStatus, CancelStatus, DeadLetterReason, NotifyStatus};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -130,6 +131,39 @@ impl CancelState {
     }
 }
 
+/// The user's latest answer to a question of an `input_required` task, and where sending it is
+/// ([`crate::transitions::answer`]). It rides the poll claim: there is no lease of its own.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct AnswerState {
+    /// The question (request id) answered; kept after sending, so a second answer to the same
+    /// request is refused.
+    pub request_id: Option<String>,
+    /// The answer itself: secret-like, never formatted; dropped once an attempt was made.
+    pub text: Option<Secret>,
+    /// Where the answer is.
+    pub status: AnswerStatus,
+    /// When the answer was recorded.
+    pub recorded_at: Option<Timestamp>,
+    /// The fencing token of the poll claim that marked the attempt (status `sending` onwards).
+    pub attempt_token: Option<LeaseToken>,
+    /// Why sending failed (bounded), for `failed` and `unconfirmed`.
+    pub error: Option<String>,
+}
+
+impl AnswerState {
+    /// No answer recorded.
+    pub fn none() -> Self {
+        AnswerState {
+            request_id: None,
+            text: None,
+            status: AnswerStatus::None,
+            recorded_at: None,
+            attempt_token: None,
+            error: None,
+        }
+    }
+}
+
 /// One task: the whole row.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct TaskRow {
@@ -143,6 +177,8 @@ pub struct TaskRow {
     pub outbox: Outbox,
     /// Cancel work.
     pub cancel: CancelState,
+    /// The user's latest answer to an input request.
+    pub answer: AnswerState,
 }
 
 impl TaskRow {

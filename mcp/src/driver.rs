@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tasklatch_core::ids::ServerId;
 use tasklatch_core::ports::{Driver, DriverError, SubmitRequest, Submitted};
-use tasklatch_core::secret::RemoteHandle;
+use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
 
 /// Bytes of a tool call's arguments, at most.
@@ -209,6 +209,33 @@ impl Driver for McpDriver {
             DriverData::Legacy { session } => legacy::cancel(server, remote_id, &session).await,
             DriverData::Inline => Err(inline_task()),
         }
+    }
+
+    /// The port's answer: `answer` must be the JSON object the client returns for the question
+    /// (for an elicitation, `{"action": "accept", "content": {...}}`); anything else is
+    /// `Rejected` before anything is sent. Then as [`McpDriver::answer`] (inherent): the task's
+    /// questions are read again and `tasks/update` is sent under the question's server key.
+    /// Error texts never quote the answer.
+    async fn answer(
+        &self,
+        server: &ServerId,
+        handle: &RemoteHandle,
+        request_id: &str,
+        answer: &Secret,
+    ) -> Result<(), DriverError> {
+        let text = answer.expose();
+        if text.len() > MAX_ANSWER_BYTES {
+            return Err(DriverError::Rejected(format!(
+                "an answer must be a JSON object of at most {MAX_ANSWER_BYTES} bytes"
+            )));
+        }
+        let Ok(response @ Value::Object(_)) = serde_json::from_str::<Value>(text) else {
+            return Err(DriverError::Rejected(
+                "an answer must be a JSON object (e.g. {\"action\": \"accept\", \"content\": {...}})"
+                    .into(),
+            ));
+        };
+        McpDriver::answer(self, server, handle, request_id, &response).await
     }
 }
 

@@ -7,10 +7,12 @@ mod support;
 
 use std::time::Duration;
 use support::*;
+use tasklatch_core::ids::TaskId;
 use tasklatch_core::ledger::RunLedger;
 use tasklatch_core::mem_store::MemStore;
-use tasklatch_core::status::RemoteStatus;
-use tasklatch_core::store::{CancelTarget, Store};
+use tasklatch_core::secret::Secret;
+use tasklatch_core::status::{AnswerStatus, RemoteStatus};
+use tasklatch_core::store::{AnswerOutcome, AnswerRequest, CancelTarget, Scope, Store};
 use tasklatch_mcp::{Protocol, SESSION_LOST};
 use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::PgStore;
@@ -95,6 +97,107 @@ async fn legacy_pass<S: Store>(store: S) {
         .unwrap()
         .contains("Research Report: a"));
     assert_eq!(w.ledger.runs().await.unwrap().len(), 2, "no other run");
+}
+
+/// The question ids an input request names (`[q…]`), in order.
+fn question_ids(row: &tasklatch_core::task::TaskRow) -> Vec<String> {
+    let text = row.remote.input_request.clone().unwrap_or_default();
+    text.split('[')
+        .skip(1)
+        .filter_map(|s| s.split(']').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The user's answer, not JSON: the driver refuses it before sending anything.
+const NOT_JSON: &str = "teal-but-not-json";
+
+/// ask_user → input_required → the user's answer recorded through the Store → sent once by the
+/// poll loop → completed with the answer; a second answer is refused; an answer the driver
+/// refuses ends `failed` without its text showing anywhere. Each state delivered once.
+async fn answer_pass<S: Store>(store: S) {
+    let peer = start_fastmcp();
+    let w = World::new(store, driver(&peer.url("/mcp"), Protocol::Extension)).await;
+    let ask = w
+        .submit("ask_user", r#"{"question": "Which colour?"}"#)
+        .await;
+    let bad = w.submit("ask_user", r#"{"question": "Which size?"}"#).await;
+    let asking = |r: &tasklatch_core::task::TaskRow| r.remote.status == RemoteStatus::InputRequired;
+    let asked = w.until(&ask, WITHIN, asking).await;
+    let asked_bad = w.until(&bad, WITHIN, asking).await;
+    let q = question_ids(&asked);
+    assert_eq!(q.len(), 1, "{:?}", asked.remote.input_request);
+    let answer = |id: &TaskId, q: &str, text: &str| AnswerRequest {
+        task_id: id.clone(),
+        request_id: q.to_owned(),
+        text: Secret::new(text),
+    };
+    let good = r#"{"action": "accept", "content": {"colour": "teal"}}"#;
+    let got = w.engine.answer(&scope(), answer(&ask, &q[0], good)).await;
+    assert_eq!(got, Ok(AnswerOutcome::Recorded(ask.clone())));
+    let got = w.engine.answer(&scope(), answer(&ask, &q[0], good)).await;
+    assert_eq!(got, Ok(AnswerOutcome::AlreadyAnswered(ask.clone())));
+    let foreign = Scope {
+        owner: "mallory".into(),
+        thread: scope().thread,
+    };
+    let got = w.engine.answer(&foreign, answer(&bad, "q1", good)).await;
+    assert_eq!(got, Ok(AnswerOutcome::NotFound));
+    let q_bad = question_ids(&asked_bad);
+    let got = w
+        .engine
+        .answer(&scope(), answer(&bad, &q_bad[0], NOT_JSON))
+        .await;
+    assert_eq!(got, Ok(AnswerOutcome::Recorded(bad.clone())));
+
+    let done = w.until(&ask, WITHIN, settled).await;
+    assert_eq!(done.remote.status, RemoteStatus::Completed);
+    let result = done.remote.result.clone().unwrap_or_default();
+    assert!(
+        result.contains("teal") && result.contains("accept"),
+        "{result}"
+    );
+    assert_eq!(done.answer.status, AnswerStatus::Sent);
+    assert_eq!(done.answer.text, None, "the answer is dropped once sent");
+    let refused = w
+        .until(&bad, WITHIN, |r| {
+            r.answer.status != AnswerStatus::Pending && r.answer.status != AnswerStatus::Sending
+        })
+        .await;
+    assert_eq!(refused.answer.status, AnswerStatus::Failed);
+    let error = refused.answer.error.clone().unwrap_or_default();
+    assert!(
+        error.contains("JSON object") && !error.contains(NOT_JSON),
+        "{error}"
+    );
+    assert_eq!(
+        refused.remote.status,
+        RemoteStatus::InputRequired,
+        "nothing was sent"
+    );
+    w.idle(Duration::from_secs(1)).await;
+    // input_required, then completed: two notifications, none for the answer itself.
+    let runs = w.runs_for(&ask).await;
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs[0].prompt.contains("\"status\":\"input_required\""));
+    assert!(runs[1].prompt.contains("\"status\":\"completed\""));
+    for run in w.ledger.runs().await.unwrap() {
+        assert!(!run.prompt.contains(NOT_JSON), "{}", run.prompt);
+    }
+    let detail = format!("{:?}", w.engine.detail(&scope(), &bad).await.unwrap());
+    assert!(!detail.contains(NOT_JSON), "{detail}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answer_on_mem_store() {
+    answer_pass(MemStore::new(fast_policy())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answer_on_pg_store() {
+    let db = TestDb::create().await;
+    answer_pass(PgStore::new(db.pool().clone(), fast_policy())).await;
+    db.cleanup().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

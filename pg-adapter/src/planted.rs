@@ -35,6 +35,7 @@ fn dropping(marker: &str) -> GuardedWrites {
         apply_polls: without(g.apply_polls, marker),
         finish_notifications: without(g.finish_notifications, marker),
         finish_cancels: without(g.finish_cancels, marker),
+        finish_answers: without(g.finish_answers, marker),
         release_poll: without(g.release_poll, marker),
         release_notify: without(g.release_notify, marker),
         release_cancel: without(g.release_cancel, marker),

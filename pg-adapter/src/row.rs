@@ -8,10 +8,13 @@ use tasklatch_core::event::{Event, Fingerprint};
 use tasklatch_core::ids::{OwnerId, RunId, ServerId, TaskId, ThreadId, WorkerId};
 use tasklatch_core::lease::{Lease, LeaseToken};
 use tasklatch_core::secret::{RemoteHandle, Secret};
-use tasklatch_core::status::{CancelStatus, DeadLetterReason, NotifyStatus, RemoteStatus};
+use tasklatch_core::status::{
+    AnswerStatus, CancelStatus, DeadLetterReason, NotifyStatus, RemoteStatus,
+};
 use tasklatch_core::store::StoreError;
 use tasklatch_core::task::{
-    CancelState, ErrorClass, Identity, Outbox, PollError, PollState, RemoteState, TaskRow,
+    AnswerState, CancelState, ErrorClass, Identity, Outbox, PollError, PollState, RemoteState,
+    TaskRow,
 };
 use tasklatch_core::time::Timestamp;
 
@@ -125,6 +128,20 @@ pub fn decode_task(row: &PgRow) -> Result<TaskRow, StoreError> {
         poll: poll(row)?,
         outbox: outbox(row)?,
         cancel: cancel(row)?,
+        answer: answer(row)?,
+    })
+}
+
+fn answer(row: &PgRow) -> Result<AnswerState, StoreError> {
+    Ok(AnswerState {
+        request_id: get(row, "answer_request_id")?,
+        text: get::<Option<String>>(row, "answer_text")?.map(Secret::new),
+        status: parse::<AnswerStatus>(row, "answer_status")?,
+        recorded_at: ts_opt(row, "answer_recorded_at")?,
+        attempt_token: get::<Option<i64>>(row, "answer_attempt_token")?
+            .map(|t| u64_of(t, "answer_attempt_token").map(LeaseToken))
+            .transpose()?,
+        error: get(row, "answer_error")?,
     })
 }
 

@@ -36,6 +36,8 @@ pub(crate) struct GuardedWrites {
     pub finish_notifications: &'static str,
     /// Cancel steps (guard::cancel_write, then cancel::apply).
     pub finish_cancels: &'static str,
+    /// Answer outcomes (guard::answer_write, then answer::apply).
+    pub finish_answers: &'static str,
     /// Releases of a poll lease.
     pub release_poll: &'static str,
     /// Releases of a notification lease.
@@ -49,6 +51,7 @@ pub(crate) const GUARDED_WRITES: GuardedWrites = GuardedWrites {
     apply_polls: include_str!("../sql/store/apply_polls.sql"),
     finish_notifications: include_str!("../sql/store/finish_notifications.sql"),
     finish_cancels: include_str!("../sql/store/finish_cancels.sql"),
+    finish_answers: include_str!("../sql/store/finish_answers.sql"),
     release_poll: include_str!("../sql/store/release_poll.sql"),
     release_notify: include_str!("../sql/store/release_notify.sql"),
     release_cancel: include_str!("../sql/store/release_cancel.sql"),
@@ -74,6 +77,8 @@ pub(crate) const INSERT_TASK: &str = include_str!("../sql/store/insert_task.sql"
 pub(crate) const REQUEST_CANCEL: &str = include_str!("../sql/store/request_cancel.sql");
 /// An operator's requeue of a dead-lettered notification.
 pub(crate) const REQUEUE_DEAD_LETTER: &str = include_str!("../sql/store/requeue_dead_letter.sql");
+/// An answer to an input request, in scope.
+pub(crate) const RECORD_ANSWER: &str = include_str!("../sql/store/record_answer.sql");
 /// The caller's tasks in a thread, newest first.
 pub(crate) const LIST_TASKS: &str = include_str!("../sql/store/list_tasks.sql");
 /// One task in scope.

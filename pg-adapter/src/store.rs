@@ -30,6 +30,7 @@ use tasklatch_core::status::{DeadLetterReason, NotifyStatus};
 use tasklatch_core::store::*;
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
+use tasklatch_core::transitions::answer::{self, AnswerAction};
 use tasklatch_core::transitions::cancel::CancelAction;
 use tasklatch_core::transitions::outbox::{NotifyAction, Recorded};
 use tasklatch_core::transitions::poll::PollUpdate;
@@ -741,6 +742,86 @@ impl Store for PgStore {
         Err(StoreError::Unavailable(
             "cancel request was not applied".into(),
         ))
+    }
+
+    /// One statement (`record_answer.sql`): the task in scope is locked and
+    /// `transitions::answer::record` is applied in SQL, after `transitions::answer::validate`
+    /// ([`StoreError::Invalid`], as `MemStore`). Other owners' or threads' tasks are
+    /// [`AnswerOutcome::NotFound`]. The answer is bound as a parameter, never formatted.
+    async fn record_answer(
+        &self,
+        scope: &Scope,
+        req: AnswerRequest,
+        now: Timestamp,
+    ) -> Result<AnswerOutcome, StoreError> {
+        answer::validate(&req.request_id, req.text.expose())?;
+        let ids = [
+            scope.owner.as_str(),
+            scope.thread.as_str(),
+            req.task_id.as_str(),
+        ];
+        if !ids.iter().all(|s| matchable(s)) {
+            return Ok(AnswerOutcome::NotFound);
+        }
+        let found = sqlx::query(sql::RECORD_ANSWER)
+            .bind(scope.owner.as_str())
+            .bind(scope.thread.as_str())
+            .bind(req.task_id.as_str())
+            .bind(req.request_id.as_str())
+            .bind(req.text.expose())
+            .bind(now.as_micros())
+            .fetch_optional(&self.inner.pool)
+            .await
+            .map_err(store_error)?;
+        let Some(found) = found else {
+            return Ok(AnswerOutcome::NotFound);
+        };
+        let outcome: String = col(&found, "outcome")?;
+        let id = req.task_id;
+        Ok(match outcome.as_str() {
+            "recorded" if col::<bool>(&found, "updated")? => AnswerOutcome::Recorded(id),
+            "already_answered" => AnswerOutcome::AlreadyAnswered(id),
+            "another_pending" => AnswerOutcome::AnotherPending(id),
+            "not_asked" => AnswerOutcome::NotAsked(id),
+            _ => return Err(StoreError::Unavailable("answer was not recorded".into())),
+        })
+    }
+
+    /// One statement per batch (`finish_answers.sql`): each row is locked and checked by
+    /// `guard::answer_write` in SQL (own poll lease unexpired at `now`, the answer marked as
+    /// that claim's attempt), then `transitions::answer::apply` is applied in SQL. The poll
+    /// lease stays held. Atomic for the batch; outcomes in batch order.
+    async fn finish_answers(
+        &self,
+        writes: Vec<AnswerWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        let plan = rounds(writes.iter().map(|w| &w.task_id));
+        let sql = self.inner.writes.finish_answers;
+        self.write_rounds(writes.len(), plan, |round| {
+            let (ids, owners, tokens) = lease_arrays(
+                round
+                    .iter()
+                    .map(|&i| (&writes[i].task_id, &writes[i].lease)),
+            );
+            let (kinds, errors): (Vec<&str>, Vec<Option<String>>) = round
+                .iter()
+                .map(|&i| match &writes[i].action {
+                    AnswerAction::Sent => ("sent", None),
+                    AnswerAction::Unconfirmed(e) => ("unconfirmed", Some(stored_error(e))),
+                    AnswerAction::Failed(e) => ("failed", Some(stored_error(e))),
+                    AnswerAction::NotSent => ("not_sent", None),
+                })
+                .unzip();
+            sqlx::query(sql)
+                .bind(ids)
+                .bind(owners)
+                .bind(tokens)
+                .bind(kinds)
+                .bind(errors)
+                .bind(now.as_micros())
+        })
+        .await
     }
 
     /// One read: the caller's tasks in this thread, newest first (created desc, then id).

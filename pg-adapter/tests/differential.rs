@@ -19,12 +19,14 @@ use support::{normalised, policy, t};
 use tasklatch_core::ids::{RunId, TaskId, WorkerId};
 use tasklatch_core::lease::{Lease, LeaseKind, LeaseToken};
 use tasklatch_core::mem_store::MemStore;
+use tasklatch_core::policy::MAX_ANSWER_BYTES;
 use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::Observed;
 use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::*;
 use tasklatch_core::task::{ErrorClass, Identity, PollError};
 use tasklatch_core::time::Timestamp;
+use tasklatch_core::transitions::answer::{self, AnswerAction};
 use tasklatch_core::transitions::cancel::CancelAction;
 use tasklatch_core::transitions::outbox::NotifyAction;
 use tasklatch_core::transitions::{poll, submit};
@@ -165,6 +167,16 @@ enum Op {
         by_name: Option<u8>,
         slot: u8,
     },
+    /// The user's answer to question `q{q % 3}` of an existing task (q2 is never asked).
+    Answer {
+        owner: u8,
+        thread: u8,
+        slot: u8,
+        q: u8,
+        text: u8,
+    },
+    /// Answer outcomes under poll claims.
+    AnswerOutcome(Vec<Pick<AnswerPick>>),
     List {
         owner: u8,
         thread: u8,
@@ -270,6 +282,43 @@ fn cycle_step() -> impl Strategy<Value = CycleStep> {
         })
 }
 
+/// An answer attempt's outcome.
+#[derive(Clone, Debug)]
+enum AnswerPick {
+    Sent,
+    Unconfirmed(String),
+    Failed(String),
+    NotSent,
+}
+
+fn answer_pick() -> impl Strategy<Value = AnswerPick> {
+    prop_oneof![
+        4 => Just(AnswerPick::Sent),
+        1 => error_text().prop_map(AnswerPick::Unconfirmed),
+        1 => error_text().prop_map(AnswerPick::Failed),
+        1 => Just(AnswerPick::NotSent),
+    ]
+}
+
+fn answer_action(pick: &AnswerPick) -> AnswerAction {
+    match pick {
+        AnswerPick::Sent => AnswerAction::Sent,
+        AnswerPick::Unconfirmed(e) => AnswerAction::Unconfirmed(e.clone()),
+        AnswerPick::Failed(e) => AnswerAction::Failed(e.clone()),
+        AnswerPick::NotSent => AnswerAction::NotSent,
+    }
+}
+
+/// Answer texts: ordinary, with a NUL (invalid), at the byte limit, over it (invalid).
+fn answer_text(n: u8) -> String {
+    match n % 8 {
+        0..=4 => format!("answer {n}"),
+        5 => "a\0b".to_owned(),
+        6 => "é".repeat(MAX_ANSWER_BYTES / 2),
+        _ => "x".repeat(MAX_ANSWER_BYTES + 1),
+    }
+}
+
 fn who() -> impl Strategy<Value = u8> {
     prop_oneof![4 => Just(0u8), 1 => Just(1u8)]
 }
@@ -302,6 +351,9 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(kind, picks)| Op::Release { kind, picks }),
         3 => (who(), who(), prop::option::weighted(0.4, 0u8..3), 0u8..9)
             .prop_map(|(owner, thread, by_name, slot)| Op::RequestCancel { owner, thread, by_name, slot }),
+        3 => (who(), who(), 0u8..9, 0u8..3, 0u8..12)
+            .prop_map(|(owner, thread, slot, q, text)| Op::Answer { owner, thread, slot, q, text }),
+        3 => prop::collection::vec(pick(answer_pick()), picks(2)).prop_map(Op::AnswerOutcome),
         1 => (who(), who()).prop_map(|(owner, thread)| Op::List { owner, thread }),
         1 => (who(), who(), 0u8..9).prop_map(|(owner, thread, slot)| Op::Get { owner, thread, slot }),
         1 => Just(Op::Overview),
@@ -328,7 +380,8 @@ fn observed(status: RemoteStatus, text: &str) -> Observed {
         artifact: (status == RemoteStatus::Completed && text.len() % 2 == 0)
             .then(|| format!("artifact:{text}")),
         error: (status == RemoteStatus::Failed).then(|| format!("failed: {text}")),
-        input_request: (status == RemoteStatus::InputRequired).then(|| format!("? {text}")),
+        input_request: (status == RemoteStatus::InputRequired)
+            .then(|| format!("? {text} [q{}]", text.len() % 2)),
         poll_hint: (text.len() % 3 == 1).then(|| Duration::from_secs(text.len() as u64)),
     }
 }
@@ -627,6 +680,7 @@ async fn run_case(pg: &PgStore, ops: &[Op]) -> Result<(), TestCaseError> {
                 let at = now.plus(Duration::from_secs(u64::from(*after)));
                 let mut releases = Vec::new();
                 let (mut polls, mut notes, mut cancels) = (Vec::new(), Vec::new(), Vec::new());
+                let mut answers = Vec::new();
                 for (i, c) in claimed.iter().enumerate() {
                     let s = &steps[i % steps.len()];
                     if let Some(error) = &s.release {
@@ -639,12 +693,29 @@ async fn run_case(pg: &PgStore, ops: &[Op]) -> Result<(), TestCaseError> {
                         continue;
                     }
                     match kind {
-                        LeaseKind::Poll => polls.push(PollWrite {
-                            task_id: c.row.id().clone(),
-                            lease: c.lease.clone(),
-                            completed_at: at,
-                            update: poll_update(c, &s.poll, at),
-                        }),
+                        LeaseKind::Poll => {
+                            // The engine's answer step: a claim that marked an answer
+                            // attempt writes its outcome before the poll result.
+                            if answer::to_send(&c.row, c.lease.token) {
+                                let action = match &s.poll {
+                                    PollPick::Failure { text, .. } => {
+                                        AnswerAction::Unconfirmed(text.clone())
+                                    }
+                                    _ => AnswerAction::Sent,
+                                };
+                                answers.push(AnswerWrite {
+                                    task_id: c.row.id().clone(),
+                                    lease: c.lease.clone(),
+                                    action,
+                                });
+                            }
+                            polls.push(PollWrite {
+                                task_id: c.row.id().clone(),
+                                lease: c.lease.clone(),
+                                completed_at: at,
+                                update: poll_update(c, &s.poll, at),
+                            })
+                        }
                         LeaseKind::Notify => notes.push(NotifyWrite {
                             task_id: c.row.id().clone(),
                             lease: c.lease.clone(),
@@ -657,6 +728,13 @@ async fn run_case(pg: &PgStore, ops: &[Op]) -> Result<(), TestCaseError> {
                             action: cancel_action(c, &s.cancel, at),
                         }),
                     }
+                }
+                if !answers.is_empty() {
+                    let labels: Vec<String> = answers.iter().map(|w| label(&w.action)).collect();
+                    let a = mem.finish_answers(answers.clone(), at).await;
+                    let b = pg.finish_answers(answers, at).await;
+                    cover_outcomes("answer_write", &labels, &a);
+                    compare(step, op, &a, &b)?;
                 }
                 if !polls.is_empty() {
                     let labels: Vec<String> = polls.iter().map(poll_label).collect();
@@ -895,6 +973,78 @@ async fn run_case(pg: &PgStore, ops: &[Op]) -> Result<(), TestCaseError> {
                 }
                 compare(step, op, &a, &b)?;
             }
+            Op::Answer {
+                owner,
+                thread,
+                slot,
+                q,
+                text,
+            } => {
+                let existing = mem.admin_rows(None, 10_000).await.unwrap_or_default();
+                let asking: Vec<_> = existing
+                    .iter()
+                    .filter(|r| r.remote.status == RemoteStatus::InputRequired)
+                    .collect();
+                // Mostly a task that asks (and the question it asks), else any task.
+                // Mostly in the task's own scope; owner or thread 1: a foreign caller.
+                let mut sc = scope(*owner, *thread);
+                let (task_id, asked) = if !asking.is_empty() && *slot < 6 {
+                    let r = asking[*slot as usize % asking.len()];
+                    let text = r.remote.input_request.as_deref().unwrap_or_default();
+                    let asked = if text.contains("[q1]") { 1 } else { 0 };
+                    if *owner == 0 && *thread == 0 {
+                        sc = Scope {
+                            owner: r.identity.owner.clone(),
+                            thread: r.identity.thread.clone(),
+                        };
+                    }
+                    (r.id().clone(), asked)
+                } else if !existing.is_empty() && *slot < 8 {
+                    (
+                        existing[*slot as usize % existing.len()].id().clone(),
+                        q % 2,
+                    )
+                } else {
+                    (slot_id(*slot), q % 2)
+                };
+                let req = AnswerRequest {
+                    task_id,
+                    request_id: format!("q{}", if *q == 2 { 2 } else { asked }),
+                    text: Secret::new(answer_text(*text)),
+                };
+                let a = mem.record_answer(&sc, req.clone(), now).await;
+                let b = pg.record_answer(&sc, req, now).await;
+                match &a {
+                    Ok(o) => cover(format!("answer:{}", label(o))),
+                    Err(e) => cover(format!("answer:{}", label(e))),
+                }
+                compare(step, op, &a, &b)?;
+            }
+            Op::AnswerOutcome(picks) => {
+                let mut writes = Vec::new();
+                for p in picks {
+                    let Some(c) = claims.choose(LeaseKind::Poll, p.pick) else {
+                        continue;
+                    };
+                    let (task_id, lease) = presented(c, &p.forge);
+                    writes.push(AnswerWrite {
+                        task_id,
+                        lease,
+                        action: answer_action(&p.action),
+                    });
+                }
+                let at = now.plus(Duration::from_secs(
+                    picks
+                        .first()
+                        .map_or(0, |p| p.shift.max(0).unsigned_abs())
+                        .into(),
+                ));
+                let labels: Vec<String> = writes.iter().map(|w| label(&w.action)).collect();
+                let a = mem.finish_answers(writes.clone(), at).await;
+                let b = pg.finish_answers(writes, at).await;
+                cover_outcomes("answer_write", &labels, &a);
+                compare(step, op, &a, &b)?;
+            }
             Op::List { owner, thread } => {
                 let sc = scope(*owner, *thread);
                 compare(
@@ -1016,6 +1166,11 @@ fn memstore_and_pgstore_agree_on_random_histories() {
                     "insert:ok",
                     "insert:DuplicateTask",
                     "insert:Invalid",
+                    "answer:Recorded",
+                    "answer:NotFound",
+                    "answer:NotAsked",
+                    "answer:Invalid",
+                    "answer_write:refused:LeaseNotHeld",
                 ];
                 let missing: Vec<&str> = must
                     .iter()

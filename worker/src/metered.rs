@@ -23,11 +23,13 @@ use tasklatch_core::lease::{LeaseKind, LeaseToken};
 use tasklatch_core::policy::{bounded, MAX_BATCH, MAX_SHOWN_ERROR};
 use tasklatch_core::status::NotifyStatus;
 use tasklatch_core::store::{
-    CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, Claimed, NotifyWrite, Overview,
-    PollWrite, Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
+    AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
+    ClaimRequest, Claimed, NotifyWrite, Overview, PollWrite, Release, RequeueOutcome, Scope, Store,
+    StoreError, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
+use tasklatch_core::transitions::answer::AnswerAction;
 use tasklatch_core::transitions::cancel::CancelAction;
 use tasklatch_core::transitions::outbox::{NotifyAction, Recorded};
 
@@ -187,6 +189,16 @@ impl<S> Metered<S> {
 }
 
 /// An error text as logged: bounded like an error shown to a user.
+/// The kind of an answer outcome, for logs (never its error text, which could quote the server).
+fn answer_kind(a: &AnswerAction) -> &'static str {
+    match a {
+        AnswerAction::Sent => "sent",
+        AnswerAction::Unconfirmed(_) => "unconfirmed",
+        AnswerAction::Failed(_) => "failed",
+        AnswerAction::NotSent => "not_sent",
+    }
+}
+
 fn shown(text: &str) -> String {
     bounded(text, MAX_SHOWN_ERROR)
 }
@@ -286,6 +298,42 @@ impl<S: Store> Store for Metered<S> {
         self.failed("request_cancel", &r);
         if let Ok(CancelOutcome::Requested(task)) = &r {
             tracing::info!(task = %task, "cancel requested");
+        }
+        r
+    }
+
+    async fn record_answer(
+        &self,
+        scope: &Scope,
+        answer: AnswerRequest,
+        now: Timestamp,
+    ) -> Result<AnswerOutcome, StoreError> {
+        let r = self.inner.record_answer(scope, answer, now).await;
+        self.failed("record_answer", &r);
+        if let Ok(AnswerOutcome::Recorded(task)) = &r {
+            tracing::info!(task = %task, "answer recorded");
+        }
+        r
+    }
+
+    async fn finish_answers(
+        &self,
+        writes: Vec<AnswerWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        let r = self.inner.finish_answers(writes.clone(), now).await;
+        self.failed("finish_answers", &r);
+        if let Ok(outcomes) = &r {
+            for (w, o) in writes.iter().zip(outcomes) {
+                match o {
+                    Ok(_) => {
+                        tracing::info!(task = %w.task_id, outcome = answer_kind(&w.action), "answer attempt finished")
+                    }
+                    Err(refusal) => {
+                        tracing::info!(task = %w.task_id, ?refusal, "answer outcome refused")
+                    }
+                }
+            }
         }
         r
     }

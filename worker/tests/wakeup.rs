@@ -1,6 +1,6 @@
 //! The wake-up listener against a real Postgres: a notification wakes every lane within
 //! milliseconds, and a burst of 10,000 notifications leaves each lane one pending pass, not
-//! 10,000; the store's own writes send them (migration 0006) at commit — a submit, a new event
+//! 10,000; the store's own writes send them (migration 0007) at commit — a submit, a new event
 //! version, a cancel request — and nothing else does (claims, rolled-back writes).
 
 use std::sync::Arc;

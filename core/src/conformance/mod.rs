@@ -24,9 +24,11 @@
 //!
 //! - [`claims`], [`poll`], [`notify`], [`cancel`], [`release`], [`requeue`], [`views`]: the
 //!   store bodies.
+//! - [`answer`]: answers to input requests.
 //! - [`ledger`]: the run ledger bodies.
 //! - [`support`]: the builders they share.
 
+pub mod answer;
 pub mod cancel;
 pub mod claims;
 pub mod ledger;
@@ -94,6 +96,10 @@ macro_rules! store_conformance {
             requeue::requeue_redelivers_the_latest_event_with_a_fresh_budget,
             requeue::requeue_leaves_everything_else_untouched,
             requeue::requeue_of_a_dead_letter_with_nothing_to_say_changes_nothing,
+            answer::answer_scope_bound_and_asked,
+            answer::answer_second_refused,
+            answer::answer_stale_lease_refused,
+            answer::answer_at_most_once,
         );
     };
 }

@@ -1,11 +1,15 @@
-//! The user-facing calls: list, detail, cancel (by id or name), and the per-run context
-//! projection; and the operator's requeue of a dead letter (unscoped). All are scoped to (owner, thread); anything else is "not found" (DOMAIN §6), and
+//! The user-facing calls: list, detail, cancel (by id or name), answer, and the per-run context
+//! projection; and the operator's requeue of a dead letter (unscoped). The user calls are
+//! scoped to (owner, thread); anything else is "not found" (DOMAIN §6), and
 //! every answer is a whitelisted public shape (DOMAIN §8) — never a row.
 
 use super::Engine;
 use crate::ids::TaskId;
 use crate::ports::{Clock, Driver, Launcher};
-use crate::store::{CancelOutcome, CancelTarget, RequeueOutcome, Scope, Store, StoreError};
+use crate::store::{
+    AnswerOutcome, AnswerRequest, CancelOutcome, CancelTarget, RequeueOutcome, Scope, Store,
+    StoreError,
+};
 use crate::text::{context_projection, ContextEntry, PublicTask};
 
 /// Why a user call failed.
@@ -56,6 +60,19 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// ([`Store::requeue_dead_letter`]) at the engine's now.
     pub async fn requeue_dead_letter(&self, id: &TaskId) -> Result<RequeueOutcome, StoreError> {
         self.store.requeue_dead_letter(id, self.clock.now()).await
+    }
+
+    /// Records the user's answer to an input request of one of the caller's tasks; the next
+    /// poll of the task sends it, at most once. Other owners' tasks are not found.
+    pub async fn answer(
+        &self,
+        scope: &Scope,
+        answer: AnswerRequest,
+    ) -> Result<AnswerOutcome, ApiError> {
+        Ok(self
+            .store
+            .record_answer(scope, answer, self.clock.now())
+            .await?)
     }
 
     /// The context given to each agent run: at most 20 tasks, four fields each.

@@ -9,6 +9,7 @@
 //! Errors are isolated per task: a row whose outcome cannot be written is retried alone and,
 //! if it still fails, released with a counted error while the rest of the batch proceeds.
 
+mod answer_step;
 mod api;
 mod batch;
 mod cancel_loop;

@@ -44,8 +44,10 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
 
     async fn poll_one(&self, c: Claimed) -> PollStep {
         if !self.may_call_out(&c.lease) {
+            self.answer_not_sent(&c).await;
             return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
+        self.answer_step(&c).await;
         let handle = &c.row.identity.handle;
         let answer = self.driver.get_status(&c.row.identity.server, handle).await;
         let at = self.clock.now();

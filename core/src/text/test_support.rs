@@ -5,7 +5,7 @@ use crate::ids::TaskId;
 use crate::remote::RemoteState;
 use crate::secret::{RemoteHandle, Secret};
 use crate::status::RemoteStatus;
-use crate::task::{CancelState, Outbox, PollState, TaskRow};
+use crate::task::{AnswerState, CancelState, Outbox, PollState, TaskRow};
 use crate::time::Timestamp;
 
 /// The denylist as DOMAIN §8 and the brief spell it, kept apart from the implementation's on
@@ -100,5 +100,6 @@ pub fn row(task_id: &str, name: &str, status: RemoteStatus, updated: i64) -> Tas
         },
         outbox: Outbox::empty(created),
         cancel: CancelState::none(),
+        answer: AnswerState::none(),
     }
 }

@@ -37,6 +37,16 @@ pub fn cancel_write(row: &TaskRow, lease: &Lease, now: Timestamp) -> Result<(), 
     check_lease(row.cancel.lease.as_ref(), lease, now)
 }
 
+/// An answer outcome needs the poll claim's lease at `now`, and the answer must be that claim's
+/// attempt (`sending` with its token); otherwise the lease is, for this write, not held.
+pub fn answer_write(row: &TaskRow, lease: &Lease, now: Timestamp) -> Result<(), Refusal> {
+    check_lease(row.poll.lease.as_ref(), lease, now)?;
+    if !crate::transitions::answer::to_send(row, lease.token) {
+        return Err(Refusal::LeaseNotHeld);
+    }
+    Ok(())
+}
+
 /// A release needs the claim's lease of that kind at `now`.
 pub fn release(
     row: &TaskRow,

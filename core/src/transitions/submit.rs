@@ -7,7 +7,7 @@ use crate::invariants::debug_check_row;
 use crate::policy::Policy;
 use crate::remote::RemoteState;
 use crate::snapshot::{Observed, ProtocolError};
-use crate::task::{CancelState, Outbox, PollState, TaskRow};
+use crate::task::{AnswerState, CancelState, Outbox, PollState, TaskRow};
 use crate::time::Timestamp;
 use crate::transitions::outbox::record_event;
 use crate::transitions::poll::next_poll_delay;
@@ -46,6 +46,7 @@ pub fn new_row(
         },
         outbox,
         cancel: CancelState::none(),
+        answer: AnswerState::none(),
     };
     debug_check_row(&row);
     row
@@ -92,6 +93,11 @@ pub fn validate(row: &TaskRow) -> Result<(), crate::store::StoreError> {
                 "{field} is empty"
             )));
         }
+    }
+    if row.answer != AnswerState::none() {
+        return Err(crate::store::StoreError::Invalid(
+            "a new task has no answer".into(),
+        ));
     }
     Ok(())
 }

@@ -34,8 +34,9 @@ use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::{
-    CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, Claimed, NotifyWrite, Overview,
-    PollWrite, Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
+    AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
+    ClaimRequest, Claimed, NotifyWrite, Overview, PollWrite, Release, RequeueOutcome, Scope, Store,
+    StoreError, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -243,6 +244,7 @@ pub enum CallKind {
     Submit,
     GetStatus,
     Cancel,
+    Answer,
 }
 
 /// A call the driver received (remote ids are recorded in the clear: this is the test's view).
@@ -251,6 +253,8 @@ pub enum DriverCall {
     Submit(String),
     GetStatus(String),
     Cancel(String),
+    /// Remote id, request id and answer text.
+    Answer(String, String, String),
 }
 
 /// Holds one call until the test opens it.
@@ -277,6 +281,7 @@ struct DriverState {
     submits: VecDeque<Result<Submitted, DriverError>>,
     status: BTreeMap<String, VecDeque<Answer>>,
     cancels: BTreeMap<String, VecDeque<Answer>>,
+    answers: BTreeMap<String, VecDeque<Result<(), DriverError>>>,
     gates: BTreeMap<(CallKind, String), Arc<Gate>>,
     calls: Vec<DriverCall>,
 }
@@ -324,6 +329,19 @@ impl ScriptedDriver {
     }
 
     /// Replaces the status answers of `remote_id`.
+    /// Scripts the outcomes of the next answers to `remote_id` (then `Ok`).
+    pub fn on_answer(
+        &self,
+        remote_id: &str,
+        outcomes: impl IntoIterator<Item = Result<(), DriverError>>,
+    ) {
+        lock(&self.state)
+            .answers
+            .entry(remote_id.to_owned())
+            .or_default()
+            .extend(outcomes);
+    }
+
     pub fn set_status(&self, remote_id: &str, answers: impl IntoIterator<Item = Answer>) {
         lock(&self.state)
             .status
@@ -404,6 +422,23 @@ impl Driver for ScriptedDriver {
             .await;
         next_answer(lock(&self.state).cancels.get_mut(&id))
             .unwrap_or_else(|| Ok(report(&id, "cancelled")))
+    }
+
+    async fn answer(
+        &self,
+        _server: &ServerId,
+        handle: &RemoteHandle,
+        request_id: &str,
+        answer: &tasklatch_core::secret::Secret,
+    ) -> Result<(), DriverError> {
+        let id = handle.remote_task_id.expose().to_owned();
+        let call = DriverCall::Answer(id.clone(), request_id.into(), answer.expose().into());
+        self.pass_gate(CallKind::Answer, &id, call).await;
+        let mut state = lock(&self.state);
+        match state.answers.get_mut(&id) {
+            Some(q) => q.pop_front().unwrap_or(Ok(())),
+            None => Ok(()),
+        }
     }
 }
 
@@ -757,6 +792,24 @@ impl Store for TestStore {
         now: Timestamp,
     ) -> Result<CancelOutcome, StoreError> {
         self.mem.request_cancel(scope, target, now).await
+    }
+
+    async fn record_answer(
+        &self,
+        scope: &Scope,
+        answer: AnswerRequest,
+        now: Timestamp,
+    ) -> Result<AnswerOutcome, StoreError> {
+        self.mem.record_answer(scope, answer, now).await
+    }
+
+    async fn finish_answers(
+        &self,
+        writes: Vec<AnswerWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        self.check_poison(writes.iter().map(|w| &w.task_id))?;
+        self.mem.finish_answers(writes, now).await
     }
 
     async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {

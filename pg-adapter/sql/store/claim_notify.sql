@@ -85,6 +85,8 @@ SELECT
     dispatch_version, dispatch_event, dispatch_attempt, run_id, notify_failures, busy_count,
     notify_last_error, dead_letter_version, dead_letter_reason,
     cancel_requested_at, cancel_status, cancel_due_at, cancel_lease_owner, cancel_lease_token,
-    cancel_lease_expires_at, cancel_claims, cancel_failures, cancel_last_error
+    cancel_lease_expires_at, cancel_claims, cancel_failures, cancel_last_error,
+    answer_request_id, answer_text, answer_status, answer_recorded_at, answer_attempt_token,
+    answer_error
 FROM claimed
 ORDER BY notify_due_at, id

@@ -1,6 +1,8 @@
 -- Claims due poll work (the rows of poll_candidates.sql; rows another transaction holds locked
 -- are skipped): each gets a fresh poll lease — owner $3, token = its claim counter + 1, expiry
--- $4 — and is returned whole, in (due, id) order.
+-- $4 — and is returned whole, in (due, id) order. The claim also does transitions::answer::
+-- on_poll_claim: a pending answer becomes this claim's attempt ('sending' with its token), and an
+-- attempt of an earlier claim that never wrote its outcome becomes 'unconfirmed' (never re-sent).
 -- $1 now, $2 limit, $3 worker, $4 lease expiry.
 WITH picked AS (
     SELECT id FROM tasks
@@ -17,7 +19,22 @@ claimed AS (
         poll_claims = task.poll_claims + 1,
         poll_lease_owner = $3,
         poll_lease_token = task.poll_claims + 1,
-        poll_lease_expires_at = $4
+        poll_lease_expires_at = $4,
+        answer_status = CASE task.answer_status
+            WHEN 'pending' THEN 'sending'
+            WHEN 'sending' THEN 'unconfirmed'
+            ELSE task.answer_status END,
+        answer_attempt_token = CASE
+            WHEN task.answer_status = 'pending' THEN task.poll_claims + 1
+            ELSE task.answer_attempt_token END,
+        answer_text = CASE
+            WHEN task.answer_status = 'sending' THEN NULL
+            ELSE task.answer_text END,
+        -- core: transitions::answer::UNCONFIRMED
+        answer_error = CASE
+            WHEN task.answer_status = 'sending'
+            THEN 'the attempt to send the answer ended without an outcome'
+            ELSE task.answer_error END
     FROM picked
     WHERE task.id = picked.id
     RETURNING task.*
@@ -33,6 +50,8 @@ SELECT
     dispatch_version, dispatch_event, dispatch_attempt, run_id, notify_failures, busy_count,
     notify_last_error, dead_letter_version, dead_letter_reason,
     cancel_requested_at, cancel_status, cancel_due_at, cancel_lease_owner, cancel_lease_token,
-    cancel_lease_expires_at, cancel_claims, cancel_failures, cancel_last_error
+    cancel_lease_expires_at, cancel_claims, cancel_failures, cancel_last_error,
+    answer_request_id, answer_text, answer_status, answer_recorded_at, answer_attempt_token,
+    answer_error
 FROM claimed
 ORDER BY poll_next_at, id

@@ -2,7 +2,7 @@
 -- latest event becomes a new version, due now, with the dispatch fields and the failure count
 -- reset (a new idempotency key, a fresh budget); the recorded dead letter stays. Only a
 -- dead-lettered row with an event changes (a dead-lettered row holds no notification lease).
--- The new version fires the `event` wake-up (migration 0006). Returns the new version, or the
+-- The new version fires the `event` wake-up (migration 0007). Returns the new version, or the
 -- row's state when it did not change (no row at all: no such task).
 -- $1 id, $2 now.
 WITH target AS (

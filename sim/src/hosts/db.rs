@@ -15,6 +15,7 @@ use std::sync::Arc;
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::store::{CancelOutcome, Scope, WriteOutcome};
 use tasklatch_core::time::Timestamp;
+use tasklatch_core::transitions::answer::AnswerAction;
 use tasklatch_core::transitions::cancel::CancelAction;
 use tasklatch_core::transitions::outbox::NotifyAction;
 
@@ -50,6 +51,15 @@ fn notify_action_name(a: &NotifyAction) -> &'static str {
         NotifyAction::RunPending => "run_pending",
         NotifyAction::LookupFailed(_) => "lookup_failed",
         NotifyAction::BudgetExhausted => "budget_exhausted",
+    }
+}
+
+fn answer_action_name(a: &AnswerAction) -> &'static str {
+    match a {
+        AnswerAction::Sent => "answer_sent",
+        AnswerAction::Unconfirmed(_) => "answer_unconfirmed",
+        AnswerAction::Failed(_) => "answer_failed",
+        AnswerAction::NotSent => "answer_not_sent",
     }
 }
 
@@ -162,6 +172,8 @@ fn guarded(req: &StoreRequest) -> bool {
             | StoreRequest::FinishCancels(..)
             | StoreRequest::Release(..)
             | StoreRequest::RequestCancel(..)
+            | StoreRequest::FinishAnswers(..)
+            | StoreRequest::RecordAnswer(..)
     )
 }
 
@@ -197,6 +209,13 @@ fn written(req: &StoreRequest, o: &[WriteOutcome]) -> Option<(LeaseKind, Vec<Row
             });
             (LeaseKind::Cancel, rows(w, o))
         }
+        StoreRequest::FinishAnswers(w, now) => {
+            let w = w.iter().map(|w| {
+                let action = answer_action_name(&w.action);
+                (w.task_id.as_str(), w.lease.token.0, None, *now, action)
+            });
+            (LeaseKind::Poll, rows(w, o))
+        }
         StoreRequest::Release(kind, r, now) => {
             let r = r
                 .iter()
@@ -231,7 +250,8 @@ fn store_error(answer: &StoreResponse) -> Option<String> {
     match answer {
         StoreResponse::Claimed(Err(e))
         | StoreResponse::Outcomes(Err(e))
-        | StoreResponse::Cancel(Err(e)) => Some(e.to_string()),
+        | StoreResponse::Cancel(Err(e))
+        | StoreResponse::Answer(Err(e)) => Some(e.to_string()),
         _ => None,
     }
 }

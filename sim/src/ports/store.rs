@@ -117,6 +117,32 @@ impl Store for RpcStore {
         }
     }
 
+    async fn record_answer(
+        &self,
+        scope: &Scope,
+        answer: AnswerRequest,
+        now: Timestamp,
+    ) -> Result<AnswerOutcome, StoreError> {
+        match self
+            .call(StoreRequest::RecordAnswer(scope.clone(), answer, now))
+            .await?
+        {
+            StoreResponse::Answer(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn finish_answers(
+        &self,
+        writes: Vec<AnswerWrite>,
+        now: Timestamp,
+    ) -> Result<Vec<WriteOutcome>, StoreError> {
+        match self.call(StoreRequest::FinishAnswers(writes, now)).await? {
+            StoreResponse::Outcomes(r) => r,
+            _ => mismatch(),
+        }
+    }
+
     async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {
         match self.call(StoreRequest::List(scope.clone())).await? {
             StoreResponse::Rows(r) => r,

@@ -25,6 +25,10 @@ pub enum StoreRequest {
     Release(LeaseKind, Vec<Release>, Timestamp),
     /// [`Store::request_cancel`].
     RequestCancel(Scope, CancelTarget, Timestamp),
+    /// [`Store::record_answer`].
+    RecordAnswer(Scope, AnswerRequest, Timestamp),
+    /// [`Store::finish_answers`].
+    FinishAnswers(Vec<AnswerWrite>, Timestamp),
     /// [`Store::list_tasks`].
     List(Scope),
     /// [`Store::get_task`].
@@ -48,6 +52,8 @@ pub enum StoreResponse {
     Outcomes(Result<Vec<WriteOutcome>, StoreError>),
     /// Cancel request.
     Cancel(Result<CancelOutcome, StoreError>),
+    /// Answer.
+    Answer(Result<AnswerOutcome, StoreError>),
     /// Rows.
     Rows(Result<Vec<TaskRow>, StoreError>),
     /// One row.
@@ -86,6 +92,12 @@ pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
         }
         StoreRequest::RequestCancel(scope, target, now) => {
             StoreResponse::Cancel(store.request_cancel(&scope, &target, now).await)
+        }
+        StoreRequest::RecordAnswer(scope, answer, now) => {
+            StoreResponse::Answer(store.record_answer(&scope, answer, now).await)
+        }
+        StoreRequest::FinishAnswers(w, now) => {
+            StoreResponse::Outcomes(store.finish_answers(w, now).await)
         }
         StoreRequest::List(scope) => StoreResponse::Rows(store.list_tasks(&scope).await),
         StoreRequest::Get(scope, id) => {

@@ -3,7 +3,7 @@
 -- it at commit and never for a rolled-back write (the worker's `wakeup` module listens; polling
 -- stays the fallback). Kinds: `submit` (a new task: its first poll, or the notification of a
 -- task born finished), `event` (a new event version: a notification is due), `cancel` (a cancel
--- was requested). Notifications with the same payload in one transaction are sent once, so a
+-- was requested), `answer` (a user's answer to an input request waits to be sent). Notifications with the same payload in one transaction are sent once, so a
 -- batch write of many rows costs one notification per kind. The WHEN clauses keep every other
 -- write (lease claims, releases, schedules) free of notifications.
 
@@ -28,3 +28,8 @@ CREATE TRIGGER tasks_wakeup_cancel
     AFTER UPDATE OF cancel_requested_at ON tasks
     FOR EACH ROW WHEN (OLD.cancel_requested_at IS NULL AND NEW.cancel_requested_at IS NOT NULL)
     EXECUTE FUNCTION tasklatch_wakeup('cancel');
+
+CREATE TRIGGER tasks_wakeup_answer
+    AFTER UPDATE OF answer_status ON tasks
+    FOR EACH ROW WHEN (NEW.answer_status = 'pending' AND OLD.answer_status <> 'pending')
+    EXECUTE FUNCTION tasklatch_wakeup('answer');

@@ -1,0 +1,75 @@
+//! The answer step of a poll claim (DOMAIN §6a): a claim whose row carries an answer attempt
+//! marked with its token sends it once, before it polls, and writes the outcome under the same
+//! poll lease. Riding the poll claim keeps one remote caller per task, is fenced by the cancel
+//! request like every poll, and lets the same claim observe what the answer changed.
+
+use super::Engine;
+use crate::policy::{bounded, MAX_STORED_ERROR};
+use crate::ports::{Clock, Driver, DriverError, Launcher};
+use crate::snapshot;
+use crate::store::{AnswerWrite, Claimed, Store};
+use crate::transitions::answer::{self, AnswerAction};
+
+impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
+    /// Sends the claim's answer attempt, if it has one, and records the outcome.
+    pub(super) async fn answer_step(&self, c: &Claimed) {
+        if !answer::to_send(&c.row, c.lease.token) {
+            return;
+        }
+        let (Some(request_id), Some(text)) = (&c.row.answer.request_id, &c.row.answer.text) else {
+            self.finish_answer(c, AnswerAction::Failed("no answer to send".into()))
+                .await;
+            return;
+        };
+        let handle = &c.row.identity.handle;
+        let sent = self
+            .driver
+            .answer(&c.row.identity.server, handle, request_id, text)
+            .await;
+        let clean = |e: &DriverError| {
+            let t = snapshot::storable(&e.to_string(), handle);
+            let t = if text.expose().len() >= 6 {
+                t.replace(text.expose(), "[redacted]")
+            } else {
+                t
+            };
+            bounded(&t, MAX_STORED_ERROR)
+        };
+        let action = match &sent {
+            Ok(()) => AnswerAction::Sent,
+            Err(e @ DriverError::Unavailable { .. }) => AnswerAction::Unconfirmed(clean(e)),
+            Err(e) => AnswerAction::Failed(clean(e)),
+        };
+        tracing::debug!(task = %c.row.id(), token = ?c.lease.token, sent = sent.is_ok(), "answer sent");
+        self.finish_answer(c, action).await;
+    }
+
+    /// A claim that makes no call puts its answer attempt back to pending.
+    pub(super) async fn answer_not_sent(&self, c: &Claimed) {
+        if answer::to_send(&c.row, c.lease.token) {
+            self.finish_answer(c, AnswerAction::NotSent).await;
+        }
+    }
+
+    /// Writes one answer outcome. A refused or failed write leaves the attempt `sending`; the
+    /// next poll claim makes it `unconfirmed` (never sent again).
+    async fn finish_answer(&self, c: &Claimed, action: AnswerAction) {
+        let write = AnswerWrite {
+            task_id: c.row.id().clone(),
+            lease: c.lease.clone(),
+            action,
+        };
+        match self
+            .store
+            .finish_answers(vec![write], self.clock.now())
+            .await
+        {
+            Ok(outcomes) => {
+                if let Some(Err(refusal)) = outcomes.first() {
+                    tracing::debug!(task = %c.row.id(), ?refusal, "answer outcome refused");
+                }
+            }
+            Err(e) => tracing::debug!(task = %c.row.id(), error = %e, "answer outcome not written"),
+        }
+    }
+}
