@@ -3,7 +3,8 @@
 -- input_required, no cancel was requested, its latest input request names '[' || id || ']', the
 -- request was not answered before, and no other answer waits. Then the poll is due now (no
 -- later than it was). Returns the outcome ('not_asked', 'already_answered', 'another_pending',
--- 'recorded'); no row when no task of the caller's has that id.
+-- 'recorded'); no row when no task of the caller's has that id. A recorded answer notifies
+-- channel tasklatch_wakeup with payload 'answer'.
 -- $1 owner, $2 thread, $3 task id, $4 request id, $5 answer, $6 now.
 WITH matched AS (
     SELECT id, remote_status, remote_input_request, cancel_requested_at, answer_request_id,
@@ -40,6 +41,11 @@ recorded AS (
     FROM decided
     WHERE task.id = decided.id AND decided.outcome = 'recorded'
     RETURNING task.id
+),
+-- A recorded answer wakes the workers (delivered at commit; the channel contract of the
+-- worker's wakeup.rs), so the poll that sends it starts at once.
+woke AS (
+    SELECT pg_notify('tasklatch_wakeup', 'answer') FROM recorded
 )
-SELECT decided.outcome, recorded.id IS NOT NULL AS updated
+SELECT decided.outcome, recorded.id IS NOT NULL AS updated, (SELECT count(*) FROM woke) AS woke
 FROM decided LEFT JOIN recorded ON recorded.id = decided.id
