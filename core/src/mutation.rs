@@ -42,13 +42,11 @@ pub enum Mutant {
     LedgerUniquenessDropped,
     /// A new event overwrites the in-flight frozen snapshot.
     InFlightSnapshotOverwritten,
-    /// A poll claim re-arms an answer attempt that never wrote its outcome (sent again).
-    AnswerResentAfterCrash,
 }
 
 impl Mutant {
     /// Every planted bug.
-    pub const ALL: [Mutant; 16] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -64,7 +62,6 @@ impl Mutant {
         Mutant::PollAppliedAfterCancel,
         Mutant::LedgerUniquenessDropped,
         Mutant::InFlightSnapshotOverwritten,
-        Mutant::AnswerResentAfterCrash,
     ];
 
     /// The `--mutant` spelling.
@@ -85,7 +82,6 @@ impl Mutant {
             Mutant::PollAppliedAfterCancel => "poll-applied-after-cancel",
             Mutant::LedgerUniquenessDropped => "ledger-uniqueness-dropped",
             Mutant::InFlightSnapshotOverwritten => "in-flight-snapshot-overwritten",
-            Mutant::AnswerResentAfterCrash => "answer-resent-after-crash",
         }
     }
 
