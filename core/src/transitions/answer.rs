@@ -1,4 +1,4 @@
-//! Answers to input requests (DOMAIN §6a): the user's answer is recorded on the row, and the
+//! Answers to input requests: the user's answer is recorded on the row, and the
 //! poll loop sends it at most once, riding its poll claim.
 //!
 //! A task that needs input names each open question in its input request as `[id]`, with an id
