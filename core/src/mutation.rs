@@ -46,13 +46,11 @@ pub enum Mutant {
     LauncherSkipsKeyLookup,
     /// An Agent Server launcher keeps its own new run without looking again (no oldest-wins).
     LauncherSkipsReconciliation,
-    /// A poll claim re-arms an answer attempt that never wrote its outcome (sent again).
-    AnswerResentAfterCrash,
 }
 
 impl Mutant {
     /// Every planted bug.
-    pub const ALL: [Mutant; 18] = [
+    pub const ALL: [Mutant; 17] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -70,7 +68,6 @@ impl Mutant {
         Mutant::InFlightSnapshotOverwritten,
         Mutant::LauncherSkipsKeyLookup,
         Mutant::LauncherSkipsReconciliation,
-        Mutant::AnswerResentAfterCrash,
     ];
 
     /// The `--mutant` spelling.
@@ -93,7 +90,6 @@ impl Mutant {
             Mutant::InFlightSnapshotOverwritten => "in-flight-snapshot-overwritten",
             Mutant::LauncherSkipsKeyLookup => "launcher-skips-key-lookup",
             Mutant::LauncherSkipsReconciliation => "launcher-skips-reconciliation",
-            Mutant::AnswerResentAfterCrash => "answer-resent-after-crash",
         }
     }
 

@@ -58,7 +58,7 @@ text_enum!(
 );
 
 text_enum!(
-    /// Where the user's answer to an `input_required` question is (DOMAIN §6a). Only the latest
+    /// Where the user's answer to an `input_required` question is. Only the latest
     /// answer is kept; its text is dropped once an attempt to send it was made.
     AnswerStatus {
         /// No answer recorded.

@@ -248,7 +248,9 @@ pub trait Store: Send + Sync {
     /// Claims up to `limit` due rows for loop `kind`, ordered by due time then id, skipping rows
     /// another claimer holds (and rows locked by a concurrent claim). Each claimed row gets a
     /// fresh lease (owner, next fencing token, `now + lease_for`). A notification claim also
-    /// freezes the snapshot ([`crate::transitions::outbox::claim`]). Atomic for the batch: a
+    /// freezes the snapshot ([`crate::transitions::outbox::claim`]); a poll claim also marks a
+    /// pending answer as its attempt, or turns an earlier attempt without an outcome
+    /// `unconfirmed` ([`crate::transitions::answer::on_poll_claim`]). Atomic for the batch: a
     /// crash after it leaves leases that simply expire. A `limit` above
     /// [`crate::policy::MAX_BATCH`] is [`StoreError::Invalid`] and claims nothing.
     fn claim(

@@ -796,3 +796,100 @@ async fn begin_shutdown_releases_claims_without_counting_a_failure() {
     assert_eq!((pass.cancel.applied, pass.poll.applied), (1, 1));
     assert_eq!(w.launcher.starts_for(&notify).len(), 1);
 }
+
+// ------------------------------------------------------------------------------------------
+// Answers to input requests
+// ------------------------------------------------------------------------------------------
+
+fn asking(remote_id: &str) -> tasklatch_core::snapshot::RemoteReport {
+    tasklatch_core::snapshot::RemoteReport {
+        input_request: Some("[q1] which colour?".into()),
+        ..report(remote_id, "input_required")
+    }
+}
+
+fn answer_req(id: &TaskId, text: &str) -> tasklatch_core::store::AnswerRequest {
+    tasklatch_core::store::AnswerRequest {
+        task_id: id.clone(),
+        request_id: "q1".into(),
+        text: tasklatch_core::secret::Secret::new(text),
+    }
+}
+
+fn answer_calls(w: &World) -> Vec<DriverCall> {
+    w.driver
+        .calls()
+        .into_iter()
+        .filter(|c| matches!(c, DriverCall::Answer(..)))
+        .collect()
+}
+
+/// A recorded answer is sent by the next poll pass, once, before that pass polls; further
+/// passes never send it again.
+#[tokio::test]
+async fn an_answer_is_sent_once_by_the_next_poll_pass() {
+    use tasklatch_core::status::AnswerStatus;
+    use tasklatch_core::store::AnswerOutcome;
+    let w = World::with_thread().await;
+    let e = w.engine("w1");
+    let id = w.submit(&e, "build", "rt-1", Some(asking("rt-1"))).await;
+    w.driver.set_status("rt-1", [Ok(report("rt-1", "working"))]);
+    let got = e.answer(&scope(), answer_req(&id, "teal please")).await;
+    assert_eq!(got, Ok(AnswerOutcome::Recorded(id.clone())));
+    e.run_once().await;
+    let sent = answer_calls(&w);
+    assert_eq!(
+        sent,
+        [DriverCall::Answer(
+            "rt-1".into(),
+            "q1".into(),
+            "teal please".into()
+        )]
+    );
+    let calls = w.driver.calls();
+    let at = |c: &DriverCall| calls.iter().position(|x| x == c);
+    assert!(
+        at(&sent[0]) < at(&DriverCall::GetStatus("rt-1".into())),
+        "{calls:?}"
+    );
+    let row = w.row(&id).await;
+    assert_eq!(row.answer.status, AnswerStatus::Sent);
+    assert_eq!(row.remote.status, RemoteStatus::Working);
+    passes(&w, &e, 5, 30).await;
+    assert_eq!(answer_calls(&w).len(), 1, "never sent again");
+}
+
+/// A timeout leaves the answer `unconfirmed`: never sent again, and the same question cannot be
+/// answered twice.
+#[tokio::test]
+async fn an_unconfirmed_answer_is_never_resent() {
+    use tasklatch_core::status::AnswerStatus;
+    use tasklatch_core::store::AnswerOutcome;
+    let w = World::with_thread().await;
+    let e = w.engine("w1");
+    let id = w.submit(&e, "build", "rt-1", Some(asking("rt-1"))).await;
+    w.driver.set_status("rt-1", [Ok(asking("rt-1"))]);
+    w.driver.on_answer(
+        "rt-1",
+        [Err(unavailable(
+            ErrorClass::Timeout,
+            "timed out teal please",
+        ))],
+    );
+    e.answer(&scope(), answer_req(&id, "teal please"))
+        .await
+        .expect("recorded");
+    e.run_once().await;
+    passes(&w, &e, 5, 120).await;
+    assert_eq!(answer_calls(&w).len(), 1, "at most once");
+    let row = w.row(&id).await;
+    assert_eq!(row.answer.status, AnswerStatus::Unconfirmed);
+    assert_eq!(row.answer.text, None);
+    let error = row.answer.error.unwrap_or_default();
+    assert!(
+        !error.contains("teal please"),
+        "the answer is redacted: {error}"
+    );
+    let again = e.answer(&scope(), answer_req(&id, "teal please")).await;
+    assert_eq!(again, Ok(AnswerOutcome::AlreadyAnswered(id)));
+}

@@ -1,4 +1,4 @@
--- Answers to input requests (core transitions::answer, DOMAIN §6a): the user's latest answer on
+-- Answers to input requests (core transitions::answer): the user's latest answer on
 -- the task row and where sending it is. Sending rides the poll claim (no lease of its own):
 -- answer_attempt_token is the poll claim's token that marked the attempt. answer_text is the
 -- answer itself (secret-like, dropped once an attempt has an outcome). Existing rows get no

@@ -34,9 +34,13 @@ const SECRET: &str = "RT-PLANTED-API-SECRET";
 const BODY_LIMIT: usize = 4 << 10;
 
 /// Accepts every submit with a handle holding planted secrets; answers `working` with an echo
-/// of the remote id in the result (which must be redacted before anyone sees it).
+/// of the remote id in the result (which must be redacted before anyone sees it). Tool `ask`
+/// starts a task asking question `[q1]`; answers are kept (remote id, request id, text).
 #[derive(Default)]
-struct PlantedDriver(AtomicU32);
+struct PlantedDriver(AtomicU32, Answers);
+
+/// The answers the driver received: remote id, request id, text.
+type Answers = Arc<std::sync::Mutex<Vec<(String, String, String)>>>;
 
 impl Driver for PlantedDriver {
     async fn submit(&self, req: &SubmitRequest) -> Result<Submitted, DriverError> {
@@ -48,13 +52,23 @@ impl Driver for PlantedDriver {
         }
         let n = self.0.fetch_add(1, Ordering::SeqCst);
         let id = format!("{SECRET}-{n}");
-        Ok(Submitted {
-            report: Some(RemoteReport {
+        let first = if req.tool == "ask" {
+            RemoteReport {
+                task_id: id.clone(),
+                status: "input_required".into(),
+                input_request: Some("Answer by id.\n[q1] Which colour?".into()),
+                ..RemoteReport::default()
+            }
+        } else {
+            RemoteReport {
                 task_id: id.clone(),
                 status: "completed".into(),
                 result: Some(format!("done; remote id {id}")),
                 ..RemoteReport::default()
-            }),
+            }
+        };
+        Ok(Submitted {
+            report: Some(first),
             handle: RemoteHandle {
                 remote_task_id: Secret::new(id),
                 driver_data: Secret::new(format!("{{\"session\":\"{SECRET}-SESSION-{n}\"}}")),
@@ -71,7 +85,24 @@ impl Driver for PlantedDriver {
     async fn cancel(&self, _: &ServerId, _: &RemoteHandle) -> Result<RemoteReport, DriverError> {
         Err(DriverError::UnknownTask)
     }
+    async fn answer(
+        &self,
+        _: &ServerId,
+        handle: &RemoteHandle,
+        request_id: &str,
+        answer: &Secret,
+    ) -> Result<(), DriverError> {
+        let got = (
+            handle.remote_task_id.expose().to_owned(),
+            request_id.to_owned(),
+            answer.expose().to_owned(),
+        );
+        self.1.lock().unwrap_or_else(|p| p.into_inner()).push(got);
+        Ok(())
+    }
 }
+
+type TestEngine = Engine<MemStore, PlantedDriver, IdleLauncher, SystemClock>;
 
 struct IdleLauncher;
 
@@ -85,9 +116,20 @@ impl Launcher for IdleLauncher {
 }
 
 fn app() -> Router {
+    app_and_engine().0
+}
+
+fn answers_sent(answers: &Answers) -> Vec<(String, String, String)> {
+    answers.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+/// The router and the engine behind it (to run the loops and see what the driver got).
+fn app_and_engine() -> (Router, Arc<TestEngine>, Answers) {
+    let driver = PlantedDriver::default();
+    let answers = driver.1.clone();
     let engine = Engine::new(
         MemStore::new(Policy::default()),
-        PlantedDriver::default(),
+        driver,
         IdleLauncher,
         SystemClock,
         WorkerId::from("api-test-0"),
@@ -104,8 +146,9 @@ fn app() -> Router {
     let pool = sqlx::postgres::PgPoolOptions::new()
         .acquire_timeout(Duration::from_millis(300))
         .connect_lazy_with(options);
+    let engine = Arc::new(engine);
     let state = AppState {
-        tasks: Arc::new(engine),
+        tasks: engine.clone(),
         ids: Arc::new(SeededIds::new(1)),
         auth: Arc::new(Auth::Tokens(tokens)),
         servers: Arc::new(BTreeSet::from(["fix".to_owned()])),
@@ -113,7 +156,7 @@ fn app() -> Router {
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
         openapi: openapi::document(["fix"]).into(),
     };
-    router(state, BODY_LIMIT)
+    (router(state, BODY_LIMIT), engine, answers)
 }
 
 struct Answer {
@@ -161,7 +204,11 @@ async fn call(
 }
 
 async fn submit(app: &Router, token: &str, thread: &str, name: &str) -> String {
-    let body = json!({"server": "fix", "tool": "job", "arguments": {"n": 1}, "name": name});
+    submit_tool(app, token, thread, name, "job").await
+}
+
+async fn submit_tool(app: &Router, token: &str, thread: &str, name: &str, tool: &str) -> String {
+    let body = json!({"server": "fix", "tool": tool, "arguments": {"n": 1}, "name": name});
     let a = call(
         app,
         Method::POST,
@@ -296,6 +343,7 @@ async fn detail_is_the_whitelist_and_no_answer_carries_a_secret() {
     assert_eq!(
         keys,
         [
+            "answer",
             "busy_count",
             "cancel_requested",
             "created_at",
@@ -586,4 +634,117 @@ async fn openapi_metrics_health_and_readiness_answer_without_credentials() {
     assert!(metrics.headers[header::CONTENT_TYPE]
         .to_str()
         .is_ok_and(|t| t.starts_with("application/openmetrics-text")));
+}
+
+/// The answer call: scoped (another owner, with the victim's thread and task ids, gets 404),
+/// bounded, once per question (409), only for a question the task asks (422); the answer is sent
+/// once by the poll loop and never shown again — the detail says only which question and where
+/// the answer is.
+#[tokio::test]
+async fn answers_are_scoped_bounded_once_and_never_shown() {
+    let (app, engine, answers) = app_and_engine();
+    let id = submit_tool(&app, "tok-alice", "t1", "asks", "ask").await;
+    let done = submit(&app, "tok-alice", "t1", "done").await;
+    let uri = |task: &str| format!("/v1/threads/t1/tasks/{task}/answer");
+    const PLANTED: &str = "PLANTED-ANSWER-teal";
+    let good =
+        json!({"request_id": "q1", "answer": {"action": "accept", "content": {"colour": PLANTED}}})
+            .to_string();
+    let post = |task: String, token: &'static str, body: String| {
+        let app = app.clone();
+        async move { call(&app, Method::POST, &uri(&task), Some(token), Some(&body)).await }
+    };
+    // Bob, with Alice's thread id and task id: not found, nothing recorded.
+    let a = post(id.clone(), "tok-bob", good.clone()).await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND, "{}", a.text);
+    let a = call(
+        &app,
+        Method::POST,
+        &format!("/v1/threads/t2/tasks/{id}/answer"),
+        Some("tok-alice"),
+        Some(&good),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND, "another thread");
+    // Malformed, wrong shape, oversized, not asked: 4xx with a message, nothing recorded.
+    for (body, want) in [
+        ("{".to_owned(), StatusCode::BAD_REQUEST),
+        (
+            json!({"request_id": "q1", "answer": "teal"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            json!({"request_id": "q 1", "answer": {}}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            json!({"request_id": "q1", "answer": {}, "extra": 1}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            json!({"request_id": "q1", "answer": {"x": "y".repeat(BODY_LIMIT)}}).to_string(),
+            StatusCode::PAYLOAD_TOO_LARGE,
+        ),
+        (
+            json!({"request_id": "q2", "answer": {}}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+    ] {
+        let a = post(id.clone(), "tok-alice", body.clone()).await;
+        assert_eq!(a.status, want, "{body}: {}", a.text);
+        assert!(a.json["error"].is_string(), "{}", a.text);
+    }
+    let a = post(done.clone(), "tok-alice", good.clone()).await;
+    assert_eq!(
+        a.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a completed task asks nothing"
+    );
+    let a = post(id.clone(), "tok-alice", good.clone()).await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text);
+    assert_eq!(a.json, json!({"task_id": id, "result": "recorded"}));
+    let again = post(id.clone(), "tok-alice", good.clone()).await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.text);
+    let detail = call(
+        &app,
+        Method::GET,
+        &format!("/v1/threads/t1/tasks/{id}"),
+        Some("tok-alice"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        detail.json["answer"],
+        json!({"request_id": "q1", "status": "pending"})
+    );
+    assert!(!detail.text.contains(PLANTED), "{}", detail.text);
+    // The loops send it once; it shows as sent, never its text.
+    engine.run_once().await;
+    engine.run_once().await;
+    let sent = answers_sent(&answers);
+    assert_eq!(sent.len(), 1, "sent once");
+    assert_eq!(sent[0].1, "q1");
+    assert!(sent[0].2.contains(PLANTED) && sent[0].0.starts_with(SECRET));
+    let detail = call(
+        &app,
+        Method::GET,
+        &format!("/v1/threads/t1/tasks/{id}"),
+        Some("tok-alice"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        detail.json["answer"],
+        json!({"request_id": "q1", "status": "sent"}),
+        "{}",
+        detail.text
+    );
+    assert!(!detail.text.contains(PLANTED) && !detail.text.contains(SECRET));
+    let again = post(id.clone(), "tok-alice", good).await;
+    assert_ne!(
+        again.status,
+        StatusCode::OK,
+        "never a second answer: {}",
+        again.text
+    );
 }

@@ -1,5 +1,5 @@
 //! Answers to input requests: scoped, bounded, once per request, sent at most once under the
-//! poll claim that marked the attempt (DOMAIN §6a).
+//! poll claim that marked the attempt.
 
 use super::support::*;
 use crate::lease::{LeaseKind, Refusal};

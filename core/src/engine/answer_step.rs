@@ -1,4 +1,4 @@
-//! The answer step of a poll claim (DOMAIN §6a): a claim whose row carries an answer attempt
+//! The answer step of a poll claim: a claim whose row carries an answer attempt
 //! marked with its token sends it once, before it polls, and writes the outcome under the same
 //! poll lease. Riding the poll claim keeps one remote caller per task, is fenced by the cancel
 //! request like every poll, and lets the same claim observe what the answer changed.

@@ -1,11 +1,12 @@
 //! The detail view of one task: the 7 public fields and only these whitelisted, bounded
 //! additions (DOMAIN §8): a preview of the result with its truncated flag, the pending input
-//! request, the notification state and the visible 409 count. Never the remote handle, the
+//! request, the notification state, the visible 409 count and where the user's latest answer is
+//! (its question id and status — never its text). Never the remote handle, the
 //! session, driver data, the run id, leases or stored errors of the loops.
 
 use super::public::{public_text, PublicTask};
 use crate::policy::{bounded, MAX_INPUT_REQUEST};
-use crate::status::{NotifyStatus, RemoteStatus};
+use crate::status::{AnswerStatus, NotifyStatus, RemoteStatus};
 use crate::task::TaskRow;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +31,19 @@ pub struct TaskDetail {
     pub notification_status: NotifyStatus,
     /// Busy-thread (409) answers met while delivering this task's notifications.
     pub busy_count: u32,
+    /// The user's latest answer to an input request: which question and where it is. Never
+    /// the answer's text.
+    pub answer: Option<AnswerView>,
+}
+
+/// Where the user's latest answer is, as its owner sees it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct AnswerView {
+    /// The question answered (an id of `[A-Za-z0-9_-]`, at most 64 characters).
+    pub request_id: String,
+    /// `pending` (waits for the next poll), `sending`, `sent`, `failed` (not accepted) or
+    /// `unconfirmed` (an attempt was made, its outcome is unknown; never sent again).
+    pub status: AnswerStatus,
 }
 
 impl TaskDetail {
@@ -55,6 +69,10 @@ impl TaskDetail {
             input_request,
             notification_status: row.outbox.status,
             busy_count: row.outbox.busy_count,
+            answer: row.answer.request_id.as_ref().map(|id| AnswerView {
+                request_id: id.clone(),
+                status: row.answer.status,
+            }),
         }
     }
 }
@@ -83,6 +101,7 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "answer",
                 "busy_count",
                 "cancel_requested",
                 "created_at",
@@ -102,6 +121,26 @@ mod tests {
         assert_eq!(d.notification_status, NotifyStatus::Delivered);
         assert_eq!(d.busy_count, 2);
         assert!(!v.to_string().contains("should not show"));
+        assert_eq!(d.answer, None);
+    }
+
+    #[test]
+    fn the_answer_shows_its_question_and_status_never_its_text() {
+        let mut r = row("tsk_1", "n", RemoteStatus::InputRequired, 9_000);
+        r.answer.request_id = Some("q1".into());
+        r.answer.text = Some(crate::secret::Secret::new("ANSWER-SECRET"));
+        r.answer.status = AnswerStatus::Pending;
+        let d = TaskDetail::from_row(&r);
+        let out = serde_json::to_string(&d).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!out.contains("ANSWER-SECRET"), "{out}");
+        assert!(!format!("{d:?}").contains("ANSWER-SECRET"));
+        assert_eq!(
+            d.answer,
+            Some(AnswerView {
+                request_id: "q1".into(),
+                status: AnswerStatus::Pending
+            })
+        );
     }
 
     #[test]

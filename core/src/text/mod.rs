@@ -23,7 +23,7 @@ mod public;
 #[cfg(test)]
 mod test_support;
 
-pub use detail::{TaskDetail, MAX_DETAIL_PREVIEW};
+pub use detail::{AnswerView, TaskDetail, MAX_DETAIL_PREVIEW};
 pub use frame::{count_markers, frame, BEGIN_MARKER, END_MARKER};
 pub use neutralise::{neutralise, DENIED_TAGS};
 pub use prompt::{notification_prompt, NOTIFICATION_INSTRUCTION};

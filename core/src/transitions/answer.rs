@@ -1,4 +1,4 @@
-//! Answers to input requests (DOMAIN §6a): the user's answer is recorded on the row, and the
+//! Answers to input requests: the user's answer is recorded on the row, and the
 //! poll loop sends it at most once, riding its poll claim.
 //!
 //! A task that needs input names each open question in its input request as `[id]`, with an id
@@ -17,7 +17,6 @@
 
 use crate::invariants::debug_check_row;
 use crate::lease::LeaseToken;
-use crate::mutation::{self, Mutant};
 use crate::policy::{stored_error, MAX_ANSWER_BYTES, MAX_REQUEST_ID};
 use crate::secret::Secret;
 use crate::status::{AnswerStatus, RemoteStatus};
@@ -112,9 +111,6 @@ pub fn on_poll_claim(row: &mut TaskRow, token: LeaseToken) {
     match row.answer.status {
         AnswerStatus::Pending => {
             row.answer.status = AnswerStatus::Sending;
-            row.answer.attempt_token = Some(token);
-        }
-        AnswerStatus::Sending if mutation::active(Mutant::AnswerResentAfterCrash) => {
             row.answer.attempt_token = Some(token);
         }
         AnswerStatus::Sending => {

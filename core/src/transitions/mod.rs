@@ -8,7 +8,7 @@
 //! - [`outbox`]: the notification state machine and the version pair (DOMAIN §2, §3).
 //! - [`cancel`]: cancel requests and the cancel work (DOMAIN §6).
 //! - [`submit`]: the first row of a task (DOMAIN §7).
-//! - [`answer`]: answers to input requests, sent at most once (DOMAIN §6a).
+//! - [`answer`]: answers to input requests, sent at most once.
 //! - [`guard`]: the write guards shared by every lease-guarded write (DOMAIN §5).
 
 pub mod answer;

@@ -3,7 +3,9 @@
 -- input_required, no cancel was requested, its latest input request names '[' || id || ']', the
 -- request was not answered before, and no other answer waits. Then the poll is due now (no
 -- later than it was). Returns the outcome ('not_asked', 'already_answered', 'another_pending',
--- 'recorded'); no row when no task of the caller's has that id.
+-- 'recorded'); no row when no task of the caller's has that id. A recorded answer wakes the
+-- workers through the `answer` trigger of migration 0007 (delivered at commit), so the poll
+-- that sends it starts at once.
 -- $1 owner, $2 thread, $3 task id, $4 request id, $5 answer, $6 now.
 WITH matched AS (
     SELECT id, remote_status, remote_input_request, cancel_requested_at, answer_request_id,

@@ -14,6 +14,7 @@
 //! like a task that does not exist. Bodies are bounded (`http.max_body_bytes`); malformed input
 //! is 400/413/415/422 with a JSON message; a store failure is 503 — never a 500.
 
+mod answers;
 pub mod auth;
 mod error;
 pub mod health;
@@ -36,7 +37,9 @@ use std::sync::Arc;
 use tasklatch_core::engine::{Engine, SubmitCommand, SubmitError};
 use tasklatch_core::ids::{IdSource, TaskId};
 use tasklatch_core::ports::{Clock, Driver, Launcher};
-use tasklatch_core::store::{CancelOutcome, CancelTarget, Scope, Store, StoreError};
+use tasklatch_core::store::{
+    AnswerOutcome, AnswerRequest, CancelOutcome, CancelTarget, Scope, Store, StoreError,
+};
 use tasklatch_core::task::TaskRow;
 
 /// What the API needs from the engine: submit (with its compensation) and the scoped calls.
@@ -61,6 +64,12 @@ pub trait TaskService: Send + Sync + 'static {
         scope: &Scope,
         target: &CancelTarget,
     ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
+    /// Records the user's answer to a question of an `input_required` task.
+    fn answer(
+        &self,
+        scope: &Scope,
+        answer: AnswerRequest,
+    ) -> impl Future<Output = Result<AnswerOutcome, StoreError>> + Send;
 }
 
 impl<S, D, L, C> TaskService for Engine<S, D, L, C>
@@ -101,6 +110,21 @@ where
                 tasklatch_core::engine::ApiError::Store(e) => e,
                 tasklatch_core::engine::ApiError::NotFound => {
                     StoreError::Invalid("cancel answered not-found as an error".into())
+                }
+            })
+    }
+
+    async fn answer(
+        &self,
+        scope: &Scope,
+        answer: AnswerRequest,
+    ) -> Result<AnswerOutcome, StoreError> {
+        Engine::answer(self, scope, answer)
+            .await
+            .map_err(|e| match e {
+                tasklatch_core::engine::ApiError::Store(e) => e,
+                tasklatch_core::engine::ApiError::NotFound => {
+                    StoreError::Invalid("answer answered not-found as an error".into())
                 }
             })
     }
@@ -149,6 +173,10 @@ pub fn router<T: TaskService>(state: AppState<T>, max_body_bytes: usize) -> Rout
         .route(
             "/v1/threads/{thread}/tasks/{task}/cancel",
             post(tasks::cancel_by_id::<T>),
+        )
+        .route(
+            "/v1/threads/{thread}/tasks/{task}/answer",
+            post(answers::answer::<T>),
         )
         .route(
             "/v1/threads/{thread}/cancel",

@@ -3,10 +3,10 @@
 use super::error::ErrorBody;
 use super::health::{self, Readiness};
 use super::shapes::{
-    CancelByName, CancelResult, Cancelled, NotificationStatus, Status, SubmitBody, Submitted, Task,
-    TaskDetailBody, TaskList,
+    AnswerBody, AnswerInfo, AnswerResult, AnswerState, Answered, CancelByName, CancelResult,
+    Cancelled, NotificationStatus, Status, SubmitBody, Submitted, Task, TaskDetailBody, TaskList,
 };
-use super::tasks;
+use super::{answers, tasks};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
@@ -27,6 +27,7 @@ use utoipa::{Modify, OpenApi};
         tasks::detail,
         tasks::cancel_by_id,
         tasks::cancel_by_name,
+        answers::answer,
         health::healthz,
         health::readyz,
         health::metrics,
@@ -34,7 +35,8 @@ use utoipa::{Modify, OpenApi};
     ),
     components(schemas(
         SubmitBody, CancelByName, Submitted, Task, TaskDetailBody, TaskList, Cancelled,
-        CancelResult, Status, NotificationStatus, ErrorBody, Readiness
+        CancelResult, Status, NotificationStatus, ErrorBody, Readiness, AnswerBody, Answered,
+        AnswerResult, AnswerInfo, AnswerState
     )),
     modifiers(&BearerScheme),
     tags(

@@ -5,9 +5,9 @@
 //! Times are RFC 3339 strings in UTC with microseconds.
 
 use serde::{Deserialize, Serialize};
-use tasklatch_core::status::{NotifyStatus, RemoteStatus};
+use tasklatch_core::status::{AnswerStatus, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::CancelOutcome;
-use tasklatch_core::text::{PublicTask, TaskDetail};
+use tasklatch_core::text::{AnswerView, PublicTask, TaskDetail};
 use tasklatch_core::time::Timestamp;
 use utoipa::ToSchema;
 
@@ -42,6 +42,79 @@ pub struct CancelByName {
     /// The exact name of one of the caller's active tasks in this thread.
     #[schema(min_length = 1, max_length = 200, pattern = r"^[^\u0000]+$")]
     pub name: String,
+}
+
+/// The user's answer to one question of an `input_required` task.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerBody {
+    /// The question's id, as the task's input request names it (`[q…]`).
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_-]+$")]
+    pub request_id: String,
+    /// The client's result for that question, as a JSON object (for an elicitation:
+    /// `{"action": "accept", "content": {...}}`), at most 16 KiB once serialised. It is sent to
+    /// the server once and never shown again.
+    #[schema(value_type = Object)]
+    pub answer: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What an answer did.
+#[derive(Serialize, ToSchema, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerResult {
+    /// Recorded: the worker sends it with the task's next poll, at most once.
+    Recorded,
+}
+
+/// The reply to an answer.
+#[derive(Serialize, ToSchema)]
+pub struct Answered {
+    /// The task concerned.
+    pub task_id: String,
+    /// What the request did.
+    pub result: AnswerResult,
+}
+
+/// Where the user's latest answer is.
+#[derive(Serialize, ToSchema, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerState {
+    /// Waits for the task's next poll.
+    Pending,
+    /// Being sent.
+    Sending,
+    /// The server accepted it.
+    Sent,
+    /// An attempt was made and its outcome is unknown; it is never sent again.
+    Unconfirmed,
+    /// Not accepted (refused by the driver or the server).
+    Failed,
+}
+
+/// The user's latest answer: its question and where it is, never its text.
+#[derive(Serialize, ToSchema)]
+pub struct AnswerInfo {
+    /// The question answered.
+    pub request_id: String,
+    /// Where the answer is.
+    pub status: AnswerState,
+}
+
+impl AnswerInfo {
+    fn of(view: AnswerView) -> Option<AnswerInfo> {
+        let status = match view.status {
+            AnswerStatus::None => return None,
+            AnswerStatus::Pending => AnswerState::Pending,
+            AnswerStatus::Sending => AnswerState::Sending,
+            AnswerStatus::Sent => AnswerState::Sent,
+            AnswerStatus::Unconfirmed => AnswerState::Unconfirmed,
+            AnswerStatus::Failed => AnswerState::Failed,
+        };
+        Some(AnswerInfo {
+            request_id: view.request_id,
+            status,
+        })
+    }
 }
 
 /// The answer to a submit.
@@ -180,6 +253,8 @@ pub struct TaskDetailBody {
     pub notification_status: NotificationStatus,
     /// Busy-thread (409) answers met while notifying this task's thread.
     pub busy_count: u32,
+    /// The user's latest answer to a question of the task, if any (never its text).
+    pub answer: Option<AnswerInfo>,
 }
 
 impl From<TaskDetail> for TaskDetailBody {
@@ -198,6 +273,7 @@ impl From<TaskDetail> for TaskDetailBody {
             input_request: d.input_request,
             notification_status: d.notification_status.into(),
             busy_count: d.busy_count,
+            answer: d.answer.and_then(AnswerInfo::of),
         }
     }
 }

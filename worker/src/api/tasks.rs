@@ -51,7 +51,7 @@ fn scope_of(
 }
 
 /// `/v1/threads/{thread}/tasks/{task}` as a scope and a task id (404 if either cannot exist).
-fn scoped_task(
+pub(super) fn scoped_task(
     caller: Caller,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<(Scope, TaskId), ApiError> {
