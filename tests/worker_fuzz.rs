@@ -76,10 +76,10 @@ url = "env:FUZZ_DATABASE_URL"
 [loops]
 tick_ms = 200
 [engine]
-min_lease_left_ms = 3000
-poll_lease_ms = 6000
-notify_lease_ms = 6000
-cancel_lease_ms = 6000
+min_lease_left_ms = 5000
+poll_lease_ms = 8000
+notify_lease_ms = 8000
+cancel_lease_ms = 8000
 [http]
 listen = "127.0.0.1:{port}"
 [auth]

@@ -171,7 +171,8 @@ async fn every_state_change_is_one_run_on_its_own_thread() {
     let driver = ScriptedDriver::default();
     let engines: Vec<Arc<TestEngine>> = (0..ENGINES)
         .map(|i| {
-            let launcher = server.launcher(|_| {});
+            // Two looks per call must fit the 15 s lease margin: 2 × 5 s.
+            let launcher = server.launcher(|c| c.request_timeout_ms = 5_000);
             launcher
                 .config()
                 .fits(&policy())

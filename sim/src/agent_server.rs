@@ -52,6 +52,9 @@ pub enum Created {
     NotFound,
 }
 
+/// One run of a list answer: its order (creation ms, sequence), id and key.
+pub type Listed = ((u64, u64), RunId, String);
+
 /// The simulated server's threads and runs.
 #[derive(Default)]
 pub struct AgentServer {
@@ -124,17 +127,12 @@ impl AgentServer {
 
     /// `GET /threads/{thread}/runs?limit&offset`: (order, run id, key), newest first; `None`
     /// for a missing or deleted thread (404).
-    pub fn list_runs(
-        &self,
-        thread: &ThreadId,
-        limit: u32,
-        offset: u32,
-    ) -> Option<Vec<((u64, u64), RunId, String)>> {
+    pub fn list_runs(&self, thread: &ThreadId, limit: u32, offset: u32) -> Option<Vec<Listed>> {
         if !self.live(thread) {
             return None;
         }
         let mut runs: Vec<&ServerRun> = self.runs.iter().filter(|r| &r.thread == thread).collect();
-        runs.sort_by(|a, b| b.order.cmp(&a.order));
+        runs.sort_by_key(|r| std::cmp::Reverse(r.order));
         Some(
             runs.into_iter()
                 .skip(offset as usize)

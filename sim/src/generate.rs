@@ -465,8 +465,27 @@ mod tests {
             &Knobs {
                 workers: Some(7),
                 tasks: Some(31),
+                gateway: GatewayMode::Ledger,
             },
         );
         assert_eq!((p.workers, p.tasks.len()), (7, 31));
+        let lg = generate(
+            5,
+            &Knobs {
+                workers: Some(7),
+                tasks: Some(31),
+                gateway: GatewayMode::Langgraph,
+            },
+        );
+        assert_eq!(lg.gateway, GatewayMode::Langgraph);
+        assert_eq!(
+            (&lg.tasks, &lg.faults),
+            (&p.tasks, &p.faults),
+            "same workload and faults"
+        );
+        assert!(
+            !p.to_json().contains("\"gateway\":")
+                && lg.to_json().contains("\"gateway\": \"langgraph\"")
+        );
     }
 }

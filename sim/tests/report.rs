@@ -366,6 +366,7 @@ fn fifty_tasks_render_small() {
         &Knobs {
             workers: Some(4),
             tasks: Some(50),
+            ..Knobs::default()
         },
     );
     let html = render(&plan, &out.entries, &out.verdict, &out.hash);
@@ -388,6 +389,7 @@ fn ten_minutes_of_fifty_tasks_stay_readable_and_small() {
         &Knobs {
             workers: Some(4),
             tasks: Some(50),
+            ..Knobs::default()
         },
     );
     stretch(&mut plan, 600_000);

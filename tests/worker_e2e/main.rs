@@ -46,7 +46,7 @@ const TASKS: usize = 50;
 const LOAD_TASKS: usize = 100;
 /// SIGTERMs tried under load until one lands while rows are claimed.
 const STOP_TRIES: usize = 5;
-const LEASE_MS: u64 = 6_000;
+const LEASE_MS: u64 = 10_000;
 /// Long enough (three ticks of 200 ms) for every lane to be waiting in a claim.
 const CLAIM_CAUGHT: Duration = Duration::from_millis(600);
 const STAGE_LIMIT: Duration = Duration::from_secs(180);
@@ -128,7 +128,7 @@ run_check_interval_ms = 300
 retry_base_ms = 300
 max_retry_backoff_ms = 2000
 release_backoff_ms = 300
-min_lease_left_ms = 3000
+min_lease_left_ms = 5000
 [http]
 listen = "127.0.0.1:{port}"
 [auth]
