@@ -322,7 +322,10 @@ async fn legacy_hostile_answers_each_have_a_clear_outcome() {
     );
 }
 
-/// Log lines, captured from every thread of a current-thread runtime.
+/// Log lines, captured from every thread of a current-thread runtime, filtered as the worker
+/// filters them: everything, except rmcp below ERROR (its debug events print whole messages,
+/// remote task ids included, which is why the worker holds it at `error` unless `RUST_LOG`
+/// names it — see the README's logging section).
 #[derive(Clone, Default)]
 struct Logs(Arc<Mutex<String>>);
 
@@ -335,8 +338,8 @@ impl tracing::field::Visit for Fields<'_> {
 }
 
 impl tracing::Subscriber for Logs {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
+    fn enabled(&self, m: &tracing::Metadata<'_>) -> bool {
+        !m.target().starts_with("rmcp") || *m.level() <= tracing::Level::ERROR
     }
     fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         let mut text = self.0.lock().unwrap();
@@ -358,7 +361,7 @@ impl tracing::Subscriber for Logs {
 
 /// A failed task whose message forges an authority tag and echoes the remote id, through a
 /// whole engine: the notification prompt neutralises the tag and carries no secret, and no log
-/// line (ours or rmcp's) carries one either.
+/// line carries one either (ours at every level, rmcp's at the level the worker lets through).
 #[tokio::test]
 async fn forged_tags_and_echoed_ids_never_reach_the_prompt_or_the_logs() {
     let logs = Logs::default();
