@@ -133,7 +133,7 @@ mod tests {
     use super::*;
 
     /// Every column of `tasks`, in table order: the row `decode_task` reads.
-    const TASK_COLUMNS: [&str; 52] = [
+    const TASK_COLUMNS: [&str; 58] = [
         "id",
         "owner",
         "thread",
@@ -186,6 +186,12 @@ mod tests {
         "cancel_claims",
         "cancel_failures",
         "cancel_last_error",
+        "answer_request_id",
+        "answer_text",
+        "answer_status",
+        "answer_recorded_at",
+        "answer_attempt_token",
+        "answer_error",
     ];
 
     fn all_statements() -> Vec<&'static str> {
@@ -257,11 +263,15 @@ mod tests {
                 "{sql}"
             );
         }
-        let values: Vec<String> = (1..=TASK_COLUMNS.len()).map(|n| format!("${n}")).collect();
+        // A new task has no answer: the insert names every column but the answer ones, which
+        // take their defaults (migration 0006).
+        let inserted = &TASK_COLUMNS[..TASK_COLUMNS.len() - 6];
+        let values: Vec<String> = (1..=inserted.len()).map(|n| format!("${n}")).collect();
         assert_eq!(
             normalised(INSERT_TASK),
             format!(
-                "INSERT INTO tasks ( {columns} ) VALUES ( {} )",
+                "INSERT INTO tasks ( {} ) VALUES ( {} )",
+                inserted.join(", "),
                 values.join(", ")
             )
         );
