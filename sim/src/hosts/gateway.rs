@@ -144,13 +144,12 @@ fn done(answer: LedgerAnswer) -> Result<(), String> {
     }
 }
 
-async fn launch(
-    ctx: &Arc<Ctx>,
-    backend: &Backend,
-    state: &Arc<Mutex<GatewayState>>,
-    req: RunRequest,
-    t: u64,
-) -> Reply<GatewayResponse> {
+/// A 409 window's plan index, and a 5xx window's index with whether it strikes after the insert.
+type CreateFaults = (Option<(usize, ())>, Option<(usize, bool)>);
+
+/// The faults a run create meets at `t`: a 409 window (its plan index) and a 5xx window (its
+/// index, and whether it strikes after the insert). Shared by both gateway modes.
+pub(crate) fn create_faults(ctx: &Ctx, t: u64) -> CreateFaults {
     let busy = ctx
         .active(t, |k| matches!(k, FaultKind::GatewayBusy).then_some(()))
         .next();
@@ -160,6 +159,17 @@ async fn launch(
             _ => None,
         })
         .next();
+    (busy, errors)
+}
+
+async fn launch(
+    ctx: &Arc<Ctx>,
+    backend: &Backend,
+    state: &Arc<Mutex<GatewayState>>,
+    req: RunRequest,
+    t: u64,
+) -> Reply<GatewayResponse> {
+    let (busy, errors) = create_faults(ctx, t);
     let mut created_run = None;
     let (answer, outcome) = if let Some((index, ())) = busy {
         ctx.fire(index, "gateway");

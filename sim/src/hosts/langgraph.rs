@@ -133,15 +133,7 @@ fn create(
     reject: bool,
     t: u64,
 ) -> Reply<GatewayResponse> {
-    let busy = ctx
-        .active(t, |k| matches!(k, FaultKind::GatewayBusy).then_some(()))
-        .next();
-    let errors = ctx
-        .active(t, |k| match k {
-            FaultKind::GatewayErrors { after_commit } => Some(*after_commit),
-            _ => None,
-        })
-        .next();
+    let (busy, errors) = super::gateway::create_faults(ctx, t);
     let mut created_run = None;
     let (answer, wire) = if let Some((index, ())) = busy {
         ctx.fire(index, "gateway");
