@@ -46,11 +46,17 @@ pub enum Mutant {
     LauncherSkipsKeyLookup,
     /// An Agent Server launcher keeps its own new run without looking again (no oldest-wins).
     LauncherSkipsReconciliation,
+    /// A poll claim that finds an answer attempt without an outcome sends the answer again.
+    AnswerResentWhenUnconfirmed,
+    /// An answer is recorded for any question, not only one the task's latest report asks.
+    AnswerRecordedWhenNotAsked,
+    /// The in-memory store records an answer from anyone in the task's thread (owner unchecked).
+    AnswerOwnerNotChecked,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 16] = [
+    pub const ALL: [Mutant; 19] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -67,6 +73,9 @@ impl Mutant {
         Mutant::LedgerUniquenessDropped,
         Mutant::InFlightSnapshotOverwritten,
         Mutant::LauncherSkipsKeyLookup,
+        Mutant::AnswerResentWhenUnconfirmed,
+        Mutant::AnswerRecordedWhenNotAsked,
+        Mutant::AnswerOwnerNotChecked,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -92,6 +101,9 @@ impl Mutant {
             Mutant::InFlightSnapshotOverwritten => "in-flight-snapshot-overwritten",
             Mutant::LauncherSkipsKeyLookup => "launcher-skips-key-lookup",
             Mutant::LauncherSkipsReconciliation => "launcher-skips-reconciliation",
+            Mutant::AnswerResentWhenUnconfirmed => "answer-resent-when-unconfirmed",
+            Mutant::AnswerRecordedWhenNotAsked => "answer-recorded-when-not-asked",
+            Mutant::AnswerOwnerNotChecked => "answer-owner-not-checked",
         }
     }
 

@@ -109,6 +109,9 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     // existed.
     let mut operator = ChaCha8Rng::seed_from_u64(seed ^ OPERATOR_STREAM);
     user.extend(requeues(&mut operator, &tasks, &user));
+    // Answers too: seeds whose scripts ask nothing keep every other part of their plan.
+    let mut answering = ChaCha8Rng::seed_from_u64(seed ^ ANSWER_STREAM);
+    user.extend(answers(&mut answering, &tasks, owners));
     Plan {
         seed,
         workers,
@@ -126,6 +129,41 @@ const LAST_MS: u64 = CHAOS_MS - QUIET_TAIL_MS;
 
 /// Mixed into the seed for the operator's requeues ("requeue" in ASCII).
 const OPERATOR_STREAM: u64 = 0x0072_6571_7565_7565;
+
+/// Mixed into the seed for the users' answers ("answers" in ASCII).
+const ANSWER_STREAM: u64 = 0x0061_6e73_7765_7273;
+
+/// Answers to the questions scripts ask: for most asking steps the owner answers, some time
+/// after the step begins — before the engine has seen the question, while it asks, or after
+/// the script moved on; for some, another owner tries the victim's exact thread, task id and
+/// request id first.
+fn answers(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], owners: u32) -> Vec<UserAction> {
+    let mut out = Vec::new();
+    for t in tasks {
+        for step in t
+            .steps
+            .iter()
+            .filter(|s| s.status == ScriptStatus::InputRequired)
+        {
+            let asked_at = t.submit_at_ms + step.after_ms;
+            if rng.random_bool(0.25) {
+                out.push(UserAction::Answer {
+                    task: t.n,
+                    at_ms: (asked_at + rng.random_range(0..8_000)).min(LAST_MS - 1),
+                    by_owner: Some((t.owner + 1) % owners.max(2)),
+                });
+            }
+            if rng.random_bool(0.7) {
+                out.push(UserAction::Answer {
+                    task: t.n,
+                    at_ms: (asked_at + rng.random_range(0..8_000)).min(LAST_MS - 1),
+                    by_owner: None,
+                });
+            }
+        }
+    }
+    out
+}
 
 /// On half the seeds, an operator requeues dead letters: of tasks on a deleted thread some
 /// time after the deletion (a thread-gone dead letter, which dead-letters again), and of a few

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tasklatch_core::lease::{LeaseKind, Refusal};
 use tasklatch_core::ports::RunStatus;
 use tasklatch_core::status::NotifyStatus;
-use tasklatch_core::store::{CancelOutcome, RequeueOutcome};
+use tasklatch_core::store::{AnswerOutcome, CancelOutcome, RequeueOutcome};
 use tasklatch_core::text::PublicTask;
 
 /// One line of the history.
@@ -43,6 +43,8 @@ pub enum RemoteOp {
     Status,
     /// Cancel.
     Cancel,
+    /// Answer to a question (`tasks/update`).
+    Answer,
 }
 
 /// What the gateway answered to a launch.
@@ -163,6 +165,29 @@ pub enum Event {
         /// What the user saw.
         answer: Result<CancelOutcome, String>,
     },
+    /// A user sent an answer to a task's question: the owner, or another owner presenting
+    /// the victim's exact thread, task id and request id.
+    AnswerSent {
+        /// Task number.
+        n: u32,
+        /// The answering owner.
+        by: String,
+        /// The request id answered.
+        request_id: String,
+        /// The answer (secret: it must reach the remote server and nothing else).
+        text: String,
+    },
+    /// A user saw an answer's outcome.
+    AnswerAnswered {
+        /// Task number.
+        n: u32,
+        /// The answering owner.
+        by: String,
+        /// The answer sent (unique within a run: it names its sender, task, request and time).
+        text: String,
+        /// What the user saw.
+        answer: Result<AnswerOutcome, String>,
+    },
     /// A user listed a thread.
     Listed {
         /// Owner.
@@ -198,6 +223,17 @@ pub enum Event {
         answer: McpAnswer,
         /// Whether the reply was dropped after the work was done.
         dropped: bool,
+    },
+    /// The remote server took an answer.
+    RemoteAnswered {
+        /// Remote id.
+        remote_id: String,
+        /// The request id it named.
+        request_id: String,
+        /// The answer.
+        text: String,
+        /// Whether it answered the question the task was asking then (otherwise ignored).
+        asked: bool,
     },
     /// A worker port called the remote server.
     PortRemote {

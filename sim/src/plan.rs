@@ -177,6 +177,34 @@ pub enum UserAction {
         /// When.
         at_ms: u64,
     },
+    /// Someone answers the question the task's script asks at `at_ms` (request id `q{step}`,
+    /// see [`request_id_at`]): its owner, or with `by_owner` another owner who presents the
+    /// victim's exact thread, task id and request id (must be "not found").
+    Answer {
+        /// Task number.
+        task: u32,
+        /// When.
+        at_ms: u64,
+        /// The intruding owner, for a foreign answer.
+        by_owner: Option<u32>,
+    },
+}
+
+/// The request id the remote server gives the question of script step `step`.
+pub fn request_id(step: usize) -> String {
+    format!("q{step}")
+}
+
+/// The request id of the step `plan`'s script is at `at_ms` into the run (the step's own id,
+/// whatever its status: an answer to a step that asks nothing is the user's mistake to make).
+pub fn request_id_at(plan: &TaskPlan, at_ms: u64) -> String {
+    let elapsed = at_ms.saturating_sub(plan.submit_at_ms);
+    let step = plan
+        .steps
+        .iter()
+        .rposition(|s| s.after_ms <= elapsed)
+        .unwrap_or(0);
+    request_id(step)
 }
 
 impl UserAction {
@@ -187,7 +215,8 @@ impl UserAction {
             | UserAction::ForeignCancel { at_ms, .. }
             | UserAction::DeleteThread { at_ms, .. }
             | UserAction::List { at_ms, .. }
-            | UserAction::Requeue { at_ms, .. } => *at_ms,
+            | UserAction::Requeue { at_ms, .. }
+            | UserAction::Answer { at_ms, .. } => *at_ms,
         }
     }
 }
@@ -259,10 +288,23 @@ impl Plan {
             }
             if let UserAction::Cancel { task, .. }
             | UserAction::ForeignCancel { task, .. }
-            | UserAction::Requeue { task, .. } = a
+            | UserAction::Requeue { task, .. }
+            | UserAction::Answer { task, .. } = a
             {
                 if self.task(*task).is_none() {
                     return Err(format!("field `user[{i}].task`: no task {task}"));
+                }
+            }
+            if let UserAction::Answer {
+                task,
+                by_owner: Some(by),
+                ..
+            } = a
+            {
+                if self.task(*task).is_some_and(|t| t.owner == *by) {
+                    return Err(format!(
+                        "field `user[{i}].by_owner`: a foreign answer needs another owner than the task's"
+                    ));
                 }
             }
         }

@@ -17,6 +17,7 @@
 
 use crate::invariants::debug_check_row;
 use crate::lease::LeaseToken;
+use crate::mutation::{self, Mutant};
 use crate::policy::{stored_error, MAX_ANSWER_BYTES, MAX_REQUEST_ID};
 use crate::secret::Secret;
 use crate::status::{AnswerStatus, RemoteStatus};
@@ -79,9 +80,11 @@ pub fn record(row: &mut TaskRow, request_id: &str, text: &str, now: Timestamp) -
 }
 
 fn record_answer(row: &mut TaskRow, request_id: &str, text: &str, now: Timestamp) -> RecordResult {
+    let asked = asks_for(row.remote.input_request.as_deref(), request_id)
+        || mutation::active(Mutant::AnswerRecordedWhenNotAsked);
     if row.remote.status != RemoteStatus::InputRequired
         || row.cancel.requested_at.is_some()
-        || !asks_for(row.remote.input_request.as_deref(), request_id)
+        || !asked
     {
         return RecordResult::NotAsked;
     }
@@ -111,6 +114,9 @@ pub fn on_poll_claim(row: &mut TaskRow, token: LeaseToken) {
     match row.answer.status {
         AnswerStatus::Pending => {
             row.answer.status = AnswerStatus::Sending;
+            row.answer.attempt_token = Some(token);
+        }
+        AnswerStatus::Sending if mutation::active(Mutant::AnswerResentWhenUnconfirmed) => {
             row.answer.attempt_token = Some(token);
         }
         AnswerStatus::Sending => {

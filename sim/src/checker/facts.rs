@@ -69,7 +69,7 @@ pub struct Facts<'a> {
     pub runs: BTreeMap<&'a str, Run<'a>>,
     /// Deleted threads (owner, thread).
     pub deleted_threads: BTreeSet<(&'a str, &'a str)>,
-    /// Every secret the remote server handed out.
+    /// Every secret: what the remote server handed out, and the users' answers.
     pub secrets: Vec<&'a str>,
     /// Runs the gateway rolled back while they were pending or running (`langgraph` mode):
     /// deleted before they could deliver anything.
@@ -134,6 +134,7 @@ impl<'a> Facts<'a> {
                 Event::ThreadDeleted { owner, thread } => {
                     f.deleted_threads.insert((owner, thread));
                 }
+                Event::AnswerSent { text, .. } => f.secrets.push(text),
                 Event::RunRolledBack { run, .. } => {
                     f.rolled_back.insert(run);
                 }
@@ -215,7 +216,9 @@ impl<'a> Facts<'a> {
                 validate(&w.decode(), &handle).unwrap_or_else(ProtocolError::into_observed)
             }
             McpAnswer::Unknown => ProtocolError::UnknownTask.into_observed(),
-            McpAnswer::Unavailable(_) | McpAnswer::Rejected(_) => return None,
+            McpAnswer::Unavailable(_) | McpAnswer::Rejected(_) | McpAnswer::AnswerTaken => {
+                return None
+            }
         };
         let state = RemoteState::submitted(Timestamp::EPOCH).observe(&observed, Timestamp::EPOCH);
         Some(TaskEvent::build(&identity, &state, None))

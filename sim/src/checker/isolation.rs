@@ -131,6 +131,7 @@ fn secrets(f: &Facts<'_>, v: &mut Verdict) {
             }
             Event::SubmitAnswered { answer, .. } => leaks(&format!("{answer:?}")),
             Event::CancelAnswered { answer, .. } => leaks(&format!("{answer:?}")),
+            Event::AnswerAnswered { answer, .. } => leaks(&format!("{answer:?}")),
             _ => false,
         };
         if output {

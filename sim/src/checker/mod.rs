@@ -4,6 +4,7 @@
 //! reads the engine's bookkeeping. Each violation names the invariant, the task and the first
 //! history entry involved.
 
+mod answers;
 mod delivery;
 mod facts;
 mod fencing;
@@ -35,7 +36,7 @@ pub enum Invariant {
     /// concurrent remote cancels, a stale snapshot after 409, a retry after 404, a run queued
     /// behind a busy thread instead of a 409.
     Fenced,
-    /// A cross-owner listing or cancel, or a remote cancel nobody asked for.
+    /// A cross-owner listing, cancel or answer, or a remote cancel nobody asked for.
     Isolated,
     /// A secret in an output.
     Sealed,
@@ -173,5 +174,6 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     delivery::check(&facts, &mut v);
     fencing::check(&facts, &mut v);
     isolation::check(&facts, &mut v);
+    answers::check(&facts, &mut v);
     v
 }

@@ -1,7 +1,10 @@
 //! The `mcp` host: a remote task server whose tasks follow the plan's scripts.
 //!
-//! A task's state is a pure function of its script, its quirk, when it was cancelled and the
-//! current time. Terminal states, cancellation and quirks are absorbing, so any report served
+//! A task's state is a pure function of its script, its quirk, when it was cancelled, which
+//! of its questions were answered and the current time. A question (an `input_required` step)
+//! names its request id `[q{step}]`; an answer to it lets the job carry on (`working`) until
+//! the script's next step, and an answer naming no open question is taken and ignored, as the
+//! real servers do. Terminal states, cancellation and quirks are absorbing, so any report served
 //! after the task settled is the same — a stale poll can never make the last report differ
 //! from the state the engine applied.
 
@@ -9,7 +12,7 @@ use crate::ctx::{now_ms, Ctx};
 use crate::fault::{FaultKind, Service};
 use crate::history::{Event, RemoteOp};
 use crate::naming::{task_label, task_number};
-use crate::plan::{Content, QuirkKind, ScriptStatus, TaskPlan};
+use crate::plan::{request_id, Content, QuirkKind, ScriptStatus, TaskPlan};
 use crate::wire::mcp::{McpAnswer, McpRequest, WireHint, WireReport, WireText};
 use crate::wire::rpc::{serve, Reply};
 use rand::RngCore;
@@ -36,6 +39,17 @@ pub struct RemoteTask {
     pub cancelled_ms: Option<u64>,
     /// Statuses served so far, consecutive repeats collapsed.
     pub served: Vec<&'static str>,
+    /// Questions answered: (script step, when).
+    pub answered: Vec<(usize, u64)>,
+}
+
+impl RemoteTask {
+    /// Whether the question of script step `step` was answered by `t_ms`.
+    fn answered_by(&self, step: usize, t_ms: u64) -> bool {
+        self.answered
+            .iter()
+            .any(|(s, at)| *s == step && *at <= t_ms)
+    }
 }
 
 /// The server's state; shared with the world so settling can compare it with the store.
@@ -61,22 +75,30 @@ impl McpState {
     }
 }
 
-/// The scripted status of `plan` `elapsed_ms` after submit (working before the first step).
-fn scripted(plan: &TaskPlan, elapsed_ms: u64) -> (ScriptStatus, Option<&Content>) {
+/// The scripted step of `plan` `elapsed_ms` after submit: its index, status and text
+/// (working, with no step, before the first one).
+fn scripted(plan: &TaskPlan, elapsed_ms: u64) -> (Option<usize>, ScriptStatus, Option<&Content>) {
     plan.steps
         .iter()
-        .rev()
-        .find(|s| s.after_ms <= elapsed_ms)
-        .map_or((ScriptStatus::Working, None), |s| {
-            (s.status, s.text.as_ref())
+        .rposition(|s| s.after_ms <= elapsed_ms)
+        .map_or((None, ScriptStatus::Working, None), |i| {
+            let s = &plan.steps[i];
+            (Some(i), s.status, s.text.as_ref())
         })
 }
 
 /// The status the server reports, as seen at `t_ms`.
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum View<'a> {
-    /// A scripted status with its text.
+    /// A scripted status with its text (never `input_required`: see `Asking`).
     Scripted(ScriptStatus, Option<&'a Content>),
+    /// The question of script step `step`, not answered yet.
+    Asking {
+        /// The script step (its request id is `q{step}`).
+        step: usize,
+        /// The question's text.
+        text: Option<&'a Content>,
+    },
     /// Cancelled.
     Cancelled,
     /// A quirk took over.
@@ -88,6 +110,7 @@ impl View<'_> {
     pub fn is_terminal(&self) -> bool {
         match self {
             View::Scripted(s, _) => matches!(s, ScriptStatus::Completed | ScriptStatus::Failed),
+            View::Asking { .. } => false,
             View::Cancelled | View::Quirk(_) => true,
         }
     }
@@ -97,6 +120,7 @@ impl View<'_> {
         Some(match self {
             View::Scripted(ScriptStatus::Working, _) => "working",
             View::Scripted(ScriptStatus::InputRequired, _)
+            | View::Asking { .. }
             | View::Quirk(QuirkKind::OversizedInputRequest) => "input_required",
             View::Scripted(ScriptStatus::Completed, _)
             | View::Quirk(QuirkKind::OversizedArtifact) => "completed",
@@ -117,7 +141,7 @@ pub fn view_at<'a>(task: &RemoteTask, plan: &'a TaskPlan, t_ms: u64) -> View<'a>
     let settled_at = |ms: u64| scripted(plan, ms.saturating_sub(task.created_ms));
     if let Some(q) = &plan.quirk {
         let quirk_ms = task.created_ms + q.after_ms;
-        let before_quirk_terminal = View::Scripted(settled_at(quirk_ms).0, None).is_terminal();
+        let before_quirk_terminal = View::Scripted(settled_at(quirk_ms).1, None).is_terminal();
         let cancelled_before = task.cancelled_ms.is_some_and(|c| c <= quirk_ms);
         if t_ms >= quirk_ms
             && !before_quirk_terminal
@@ -128,14 +152,31 @@ pub fn view_at<'a>(task: &RemoteTask, plan: &'a TaskPlan, t_ms: u64) -> View<'a>
         }
     }
     if let Some(c) = task.cancelled_ms.filter(|c| *c <= t_ms) {
-        let (status, text) = settled_at(c);
+        let (_, status, text) = settled_at(c);
         return match status {
             ScriptStatus::Completed | ScriptStatus::Failed => View::Scripted(status, text),
             _ => View::Cancelled,
         };
     }
-    let (status, text) = scripted(plan, age);
-    View::Scripted(status, text)
+    match scripted(plan, age) {
+        (Some(step), ScriptStatus::InputRequired, _) if task.answered_by(step, t_ms) => {
+            View::Scripted(ScriptStatus::Working, None)
+        }
+        (Some(step), ScriptStatus::InputRequired, text) => View::Asking { step, text },
+        (_, status, text) => View::Scripted(status, text),
+    }
+}
+
+/// A question's text on the wire: its content (or a default) naming its request id.
+fn question(text: Option<WireText>, step: usize) -> WireText {
+    let id = format!(" [{}]", request_id(step));
+    match text.unwrap_or_else(|| WireText::Utf8("please confirm".into())) {
+        WireText::Utf8(s) => WireText::Utf8(s + &id),
+        WireText::Bytes(mut b) => {
+            b.extend_from_slice(id.as_bytes());
+            WireText::Bytes(b)
+        }
+    }
 }
 
 /// The hostile text of the forged-tags content.
@@ -183,6 +224,9 @@ pub fn report(t: &RemoteTask, plan: &TaskPlan, view: View<'_>) -> McpAnswer {
                 }
             }
         }
+        View::Asking { step, text } => {
+            r.input_request = Some(question(text.map(|c| render(c, t)), step));
+        }
         View::Cancelled => {}
         View::Quirk(q) => match q {
             QuirkKind::NanHint => r.hint = Some(WireHint::NotANumber),
@@ -200,7 +244,7 @@ pub fn report(t: &RemoteTask, plan: &TaskPlan, view: View<'_>) -> McpAnswer {
 /// The coverage names of a view's features.
 fn exercised_by(view: &View<'_>) -> Option<&'static str> {
     match view {
-        View::Scripted(_, Some(c)) => Some(match c {
+        View::Scripted(_, Some(c)) | View::Asking { text: Some(c), .. } => Some(match c {
             Content::Plain(_) => return None,
             Content::Oversized(_) => "hostile_oversized",
             Content::NulBytes(_) => "hostile_nul",
@@ -253,7 +297,9 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
         McpRequest::Submit { owner, input } => submit(ctx, &mut st, owner, &input, t)
             .map(|(id, a)| (id, RemoteOp::Submit, a))
             .ok_or_else(|| McpAnswer::Rejected("unknown job".into())),
-        McpRequest::Status { remote_id } | McpRequest::Cancel { remote_id }
+        McpRequest::Status { remote_id }
+        | McpRequest::Cancel { remote_id }
+        | McpRequest::Answer { remote_id, .. }
             if !st.tasks.contains_key(&remote_id) =>
         {
             Err(McpAnswer::Unknown)
@@ -266,6 +312,15 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
         McpRequest::Cancel { remote_id } => {
             let answer = cancel(ctx, &mut st, &remote_id, t);
             Ok((remote_id, RemoteOp::Cancel, answer))
+        }
+        McpRequest::Answer {
+            remote_id,
+            request_id,
+            text,
+        } => {
+            let answer = transient_error(ctx, t, &remote_id)
+                .unwrap_or_else(|| take_answer(ctx, &mut st, &remote_id, request_id, text, t));
+            Ok((remote_id, RemoteOp::Answer, answer))
         }
     };
     // Requests the server cannot place (unknown job, unknown task) are answered unrecorded.
@@ -346,6 +401,7 @@ fn create(ctx: &Ctx, st: &mut McpState, n: u32, owner: String, t: u64) -> Remote
         created_ms: t,
         cancelled_ms: None,
         served: Vec::new(),
+        answered: Vec::new(),
     };
     ctx.history.label(&task.remote_id, n);
     ctx.history.record(
@@ -377,6 +433,53 @@ fn cancel(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {
         }
     }
     served_view(ctx, st, remote_id, t)
+}
+
+/// An answer: taken, and recorded as received; it answers the task's open question if it
+/// names it, and is ignored otherwise.
+fn take_answer(
+    ctx: &Ctx,
+    st: &mut McpState,
+    remote_id: &str,
+    request_id: String,
+    text: String,
+    t: u64,
+) -> McpAnswer {
+    let Some(task) = st.tasks.get_mut(remote_id) else {
+        return McpAnswer::Unknown;
+    };
+    let asking = ctx
+        .plan
+        .task(task.n)
+        .and_then(|plan| match view_at(task, plan, t) {
+            View::Asking { step, .. } => Some(step),
+            _ => None,
+        });
+    let step = asking.filter(|s| request_id == crate::plan::request_id(*s));
+    if let Some(step) = step {
+        task.answered.push((step, t));
+    }
+    let label = Some(task_label(task.n));
+    ctx.exercised(
+        if step.is_some() {
+            "answer_taken"
+        } else {
+            "answer_ignored"
+        },
+        "mcp",
+        label.clone(),
+    );
+    ctx.history.record(
+        "mcp",
+        label,
+        Event::RemoteAnswered {
+            remote_id: remote_id.to_owned(),
+            request_id,
+            text,
+            asked: step.is_some(),
+        },
+    );
+    McpAnswer::AnswerTaken
 }
 
 fn served_view(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {

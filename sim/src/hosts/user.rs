@@ -1,10 +1,10 @@
-//! The `user` host: users submitting tasks, cancelling (their own and others'), deleting
-//! threads and listing — everything they see is recorded.
+//! The `user` host: users submitting tasks, cancelling and answering (their own and others'),
+//! deleting threads and listing — everything they see is recorded.
 
 use crate::ctx::{now_ms, Ctx};
 use crate::history::Event;
 use crate::naming::{owner_name, task_label, task_name, thread_name};
-use crate::plan::{TaskPlan, UserAction};
+use crate::plan::{request_id_at, TaskPlan, UserAction};
 use crate::ports::{engine, Caller, RpcLauncher, SimEngine};
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
 use std::collections::BTreeMap;
@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tasklatch_core::engine::SubmitCommand;
 use tasklatch_core::ids::{IdSource, SeededIds, TaskId, WorkerId};
-use tasklatch_core::store::{CancelTarget, RequeueOutcome, Scope};
+use tasklatch_core::secret::Secret;
+use tasklatch_core::store::{AnswerRequest, CancelTarget, RequeueOutcome, Scope};
 
 fn scope(o: u32, t: u32) -> Scope {
     Scope {
@@ -243,6 +244,16 @@ async fn act(
                 ctx.exercised("dead_letter_requeued", "user", Some(task_label(task)));
             }
         }
+        UserAction::Answer {
+            task,
+            at_ms,
+            by_owner,
+        } => {
+            let (Some(id), Some(plan)) = (id_of(task), ctx.plan.task(task)) else {
+                return;
+            };
+            answer(ctx, engine, plan, id, at_ms, by_owner).await;
+        }
         UserAction::List { owner, thread, .. } => {
             let answer = engine
                 .list(&scope(owner, thread))
@@ -256,6 +267,54 @@ async fn act(
             ctx.history.record("user", None, event);
         }
     }
+}
+
+/// Answers the question `plan`'s script asks at `at_ms`: as its owner, or as owner `by_owner`
+/// presenting the victim's exact thread, task id and request id. The answer text names who
+/// sent it and is a secret: it may reach the remote server and nothing else.
+async fn answer(
+    ctx: &Arc<Ctx>,
+    engine: &SimEngine,
+    plan: &TaskPlan,
+    id: TaskId,
+    at_ms: u64,
+    by_owner: Option<u32>,
+) {
+    let mut s = scope(plan.owner, plan.thread);
+    if let Some(intruder) = by_owner {
+        ctx.exercised("answer_foreign", "user", Some(task_label(plan.n)));
+        s.owner = owner_name(intruder).into();
+    }
+    let by = s.owner.to_string();
+    let request_id = request_id_at(plan, at_ms);
+    let text = format!("answer-SECRET-{by}-{}-{request_id}-{at_ms}", plan.n);
+    let label = Some(task_label(plan.n));
+    ctx.history.record(
+        "user",
+        label.clone(),
+        Event::AnswerSent {
+            n: plan.n,
+            by: by.clone(),
+            request_id: request_id.clone(),
+            text: text.clone(),
+        },
+    );
+    let request = AnswerRequest {
+        task_id: id,
+        request_id,
+        text: Secret::new(text.clone()),
+    };
+    let answer = engine.answer(&s, request).await.map_err(|e| e.to_string());
+    ctx.history.record(
+        "user",
+        label,
+        Event::AnswerAnswered {
+            n: plan.n,
+            by,
+            text,
+            answer,
+        },
+    );
 }
 
 /// The owner cancels task `n` in its thread: once (or twice at the same instant, from two

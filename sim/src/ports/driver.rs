@@ -68,9 +68,9 @@ impl RpcDriver {
                 message: m,
             }),
             McpAnswer::Rejected(m) => Err(DriverError::Rejected(m)),
-            McpAnswer::Created { .. } => {
-                Err(DriverError::Malformed("unexpected creation answer".into()))
-            }
+            McpAnswer::Created { .. } | McpAnswer::AnswerTaken => Err(DriverError::Malformed(
+                "unexpected answer to a status call".into(),
+            )),
         }
     }
 }
@@ -98,7 +98,7 @@ impl Driver for RpcDriver {
                 message: m,
             }),
             McpAnswer::Rejected(m) => Err(DriverError::Rejected(m)),
-            McpAnswer::Unknown | McpAnswer::Report(_) => {
+            McpAnswer::Unknown | McpAnswer::Report(_) | McpAnswer::AnswerTaken => {
                 Err(DriverError::Malformed("unexpected answer to submit".into()))
             }
         }
@@ -132,5 +132,32 @@ impl Driver for RpcDriver {
             },
         )
         .await
+    }
+
+    async fn answer(
+        &self,
+        _server: &ServerId,
+        handle: &RemoteHandle,
+        request_id: &str,
+        answer: &Secret,
+    ) -> Result<(), DriverError> {
+        let remote_id = handle.remote_task_id.expose();
+        let req = McpRequest::Answer {
+            remote_id: remote_id.to_owned(),
+            request_id: request_id.to_owned(),
+            text: answer.expose().to_owned(),
+        };
+        match self.call(RemoteOp::Answer, remote_id, req).await? {
+            McpAnswer::AnswerTaken => Ok(()),
+            McpAnswer::Unknown => Err(DriverError::UnknownTask),
+            McpAnswer::Unavailable(m) => Err(DriverError::Unavailable {
+                class: ErrorClass::Server,
+                message: m,
+            }),
+            McpAnswer::Rejected(m) => Err(DriverError::Rejected(m)),
+            McpAnswer::Created { .. } | McpAnswer::Report(_) => Err(DriverError::Malformed(
+                "unexpected answer to an answer".into(),
+            )),
+        }
     }
 }

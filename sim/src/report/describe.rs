@@ -115,6 +115,17 @@ fn user(event: &Event) -> Option<String> {
             Err(e) => format!("{owner} listing {thread} failed: {}", excerpt(e)),
         },
         Event::ThreadDeleted { owner, thread } => format!("{owner} deleted {thread}"),
+        Event::AnswerSent {
+            n, by, request_id, ..
+        } => format!("answer to {request_id} of {} sent by {by}", task_label(*n)),
+        Event::AnswerAnswered { n, by, answer, .. } => match answer {
+            Ok(o) => format!("answer to {} answered to {by}: {o:?}", task_label(*n)),
+            Err(e) => format!(
+                "answer to {} failed for {by}: {}",
+                task_label(*n),
+                excerpt(e)
+            ),
+        },
         _ => return None,
     })
 }
@@ -138,6 +149,19 @@ fn service(event: &Event) -> Option<String> {
                 dropped_note(*dropped)
             )
         }
+        Event::RemoteAnswered {
+            remote_id,
+            request_id,
+            asked,
+            ..
+        } => format!(
+            "answer to {request_id} of remote task {remote_id} taken{}",
+            if *asked {
+                ""
+            } else {
+                " and ignored (not asked)"
+            }
+        ),
         Event::PortRemote {
             lane,
             op,

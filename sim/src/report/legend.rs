@@ -4,7 +4,7 @@ use super::marks::{defs, Glyph};
 use std::fmt::Write;
 
 /// Every legend entry: CSS class, glyph (none for a bar, band or ring), meaning.
-const ITEMS: [(&str, Option<Glyph>, &str); 31] = [
+const ITEMS: [(&str, Option<Glyph>, &str); 33] = [
     ("st-working", None, "remote: working"),
     ("st-input_required", None, "remote: input required"),
     ("st-completed", None, "remote: completed"),
@@ -41,6 +41,12 @@ const ITEMS: [(&str, Option<Glyph>, &str); 31] = [
         "dead letter requeued by an operator",
     ),
     ("rc", Some(Glyph::Cross), "remote cancel served"),
+    ("as", Some(Glyph::Square), "user answer sent"),
+    (
+        "ra",
+        Some(Glyph::Square),
+        "answer taken by the remote server",
+    ),
     ("rerr", Some(Glyph::Tick), "remote error / unknown task"),
     ("crash", Some(Glyph::Cross), "worker crash"),
     ("up", Some(Glyph::Up), "host (re)started"),

@@ -115,7 +115,7 @@ svg text{font:10px system-ui,sans-serif}
 .lp{fill:#5b7fbf}.ln{fill:#8e5bbf}.lc{fill:#d98a2b}
 .lx{fill-opacity:.45;stroke:#333;stroke-width:.6;stroke-dasharray:2 1}.lz{fill:#e67e22}
 .ver{fill:#222}.nv{fill:#9a9a9a}.ref{fill:#c0392b}
-.sub{fill:#4a90d9}.cs{fill:#d98a2b}.ca{fill:#f0c080}.cr{fill:#b36b00}.rq{fill:#7a4fb3}.rc{fill:#d98a2b}
+.sub{fill:#4a90d9}.cs{fill:#d98a2b}.ca{fill:#f0c080}.cr{fill:#b36b00}.rq{fill:#7a4fb3}.as{fill:#2b9d8f}.ra{fill:#1d6b61}.rc{fill:#d98a2b}
 .ls{fill:#2e9d4f}.lb{fill:#e0a800}.lg{fill:#7f8c8d}.le{fill:#c0392b}
 .rs{fill:#2e9d4f}.rf{fill:#c0392b}.ro{fill:#95a5a6}
 .rerr{fill:#c0392b}.nx{fill:#95a5a6}.ex{fill:#9b59b6}.err{fill:#c0392b}

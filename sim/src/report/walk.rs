@@ -195,6 +195,15 @@ impl Walk<'_> {
     /// The remote server served a task: its status strip, or an error tick; a remote cancel.
     fn served(&mut self, e: &Entry, op: RemoteOp, answer: &McpAnswer, line: &dyn Fn() -> String) {
         let (task_row, t) = (self.task_row(e), e.at_us);
+        if matches!(op, RemoteOp::Answer) {
+            let class = if matches!(answer, McpAnswer::AnswerTaken) {
+                "ra"
+            } else {
+                "rerr"
+            };
+            self.on_task(task_row, (Slot::Mark, Glyph::Square, class), t, line());
+            return;
+        }
         match (served_status(answer), e.task.as_deref()) {
             (Some(status), Some(label)) if task_row.is_some() => {
                 self.statuses.served(label, status, t)
@@ -363,6 +372,7 @@ fn simple(event: &Event) -> Option<Look> {
         Event::CancelAnswered { .. } => task(Glyph::Square, "ca"),
         Event::StoreCancel { .. } => task(Glyph::Square, "cr"),
         Event::StoreRequeue { .. } => task(Glyph::Square, "rq"),
+        Event::AnswerSent { .. } => task(Glyph::Square, "as"),
         Event::PortRemote {
             answered: false, ..
         } => task(Glyph::Tick, "nx"),

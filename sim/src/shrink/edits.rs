@@ -25,7 +25,8 @@ pub fn without_tasks(p: &Plan, r: std::ops::Range<usize>) -> Plan {
     q.user.retain(|a| match a {
         UserAction::Cancel { task, .. }
         | UserAction::ForeignCancel { task, .. }
-        | UserAction::Requeue { task, .. } => !gone.contains(task),
+        | UserAction::Requeue { task, .. }
+        | UserAction::Answer { task, .. } => !gone.contains(task),
         UserAction::DeleteThread { .. } | UserAction::List { .. } => true,
     });
     q

@@ -94,6 +94,15 @@ pub enum McpRequest {
         /// Remote id.
         remote_id: String,
     },
+    /// Answer a question the task asked (`tasks/update`).
+    Answer {
+        /// Remote id.
+        remote_id: String,
+        /// The question's id, as the input request names it.
+        request_id: String,
+        /// The user's answer (secret).
+        text: String,
+    },
 }
 
 /// The remote server's answer.
@@ -111,6 +120,9 @@ pub enum McpAnswer {
     },
     /// A report.
     Report(WireReport),
+    /// An answer was taken. Like the real servers, an answer naming no open question is
+    /// taken too, and silently ignored.
+    AnswerTaken,
     /// The server does not know the task.
     Unknown,
     /// A transient server error (the text may echo the remote id).
