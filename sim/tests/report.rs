@@ -442,7 +442,8 @@ fn stretch(plan: &mut Plan, chaos_ms: u64) {
             | UserAction::ForeignCancel { at_ms, .. }
             | UserAction::DeleteThread { at_ms, .. }
             | UserAction::List { at_ms, .. }
-            | UserAction::Requeue { at_ms, .. } => k(at_ms),
+            | UserAction::Requeue { at_ms, .. }
+            | UserAction::Answer { at_ms, .. } => k(at_ms),
         }
     }
     for f in &mut plan.faults {
