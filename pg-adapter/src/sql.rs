@@ -115,6 +115,15 @@ pub(crate) mod ledger {
 }
 
 /// Helpers for the tests that read the statement files.
+/// The session `tasklatch migrate` runs in (`$1` the schema).
+pub(crate) const MIGRATION_SESSION: &str = include_str!("../sql/admin/migration_session.sql");
+/// Whether a schema holds a migration history (`$1` the schema).
+pub(crate) const HISTORY_EXISTS: &str = include_str!("../sql/admin/history_exists.sql");
+/// The other schemas holding a `_sqlx_migrations` table (`$1` the configured schema).
+pub(crate) const MIGRATION_HISTORIES: &str = include_str!("../sql/admin/migration_histories.sql");
+/// Whether one history records a migration (`HISTORY` replaced by the quoted table name).
+pub(crate) const HISTORY_RECORDS: &str = include_str!("../sql/admin/history_records.sql");
+
 #[cfg(test)]
 pub(crate) mod text {
     /// The statement without its comment lines, its whitespace collapsed to single spaces.

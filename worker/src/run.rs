@@ -60,7 +60,9 @@ pub enum StartError {
     System(String),
 }
 
-/// Connects a pool of `settings.database.pool_size` connections.
+/// Connects a pool of `settings.database.pool_size` connections, each started in the configured
+/// schema with the configured statement and lock timeouts (`settings.database.options` carry
+/// them).
 pub async fn connect(settings: &Settings) -> Result<PgPool, StartError> {
     let db = &settings.database;
     PgPoolOptions::new()

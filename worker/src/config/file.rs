@@ -43,6 +43,31 @@ pub struct DatabaseSection {
     /// How long to wait for a connection, in milliseconds.
     #[serde(default = "default_connect_timeout_ms")]
     pub connect_timeout_ms: u64,
+    /// The schema tasklatch's tables, functions and migration history live in.
+    #[serde(default = "default_schema")]
+    pub schema: String,
+    /// `statement_timeout` of every pooled connection, in milliseconds.
+    #[serde(default = "default_statement_timeout_ms")]
+    pub statement_timeout_ms: u64,
+    /// `lock_timeout` of every pooled connection, in milliseconds (at most the statement timeout).
+    #[serde(default = "default_lock_timeout_ms")]
+    pub lock_timeout_ms: u64,
+}
+
+fn default_schema() -> String {
+    tasklatch_pg::DEFAULT_SCHEMA.to_owned()
+}
+
+fn default_statement_timeout_ms() -> u64 {
+    millis(tasklatch_pg::DEFAULT_STATEMENT_TIMEOUT)
+}
+
+fn default_lock_timeout_ms() -> u64 {
+    millis(tasklatch_pg::DEFAULT_LOCK_TIMEOUT)
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn default_pool_size() -> u32 {

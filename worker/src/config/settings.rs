@@ -16,6 +16,7 @@ use tasklatch_agent_server::AgentServerConfig;
 use tasklatch_core::ids::OwnerId;
 use tasklatch_core::policy::{Policy, MAX_BATCH, MAX_ID};
 use tasklatch_mcp::McpConfig;
+use tasklatch_pg::{SchemaName, SessionSettings};
 
 /// Lanes per process, at most.
 pub const MAX_LANES: usize = 16;
@@ -33,8 +34,11 @@ const MAX_TOKENS: usize = 10_000;
 /// The database connection. No `Debug`: the options hold the password.
 #[derive(Clone)]
 pub struct DatabaseSettings {
-    /// Where to connect (parsed from the secret URL).
+    /// Where to connect (parsed from the secret URL), with [`DatabaseSettings::session`]
+    /// applied: every connection made with them starts in the schema, with the timeouts.
     pub options: PgConnectOptions,
+    /// The schema and the statement and lock timeouts.
+    pub session: SessionSettings,
     /// Connections in the pool.
     pub pool_size: u32,
     /// How long to wait for a connection.
@@ -137,8 +141,36 @@ fn database_of(file: &FileConfig, lanes: usize) -> Result<DatabaseSettings, Conf
         1,
         MAX_TIMING_MS,
     )?);
+    let schema = SchemaName::new(&file.database.schema)
+        .map_err(|e| ConfigError::new("database.schema", e.to_string()))?;
+    let statement_timeout = Duration::from_millis(in_range(
+        "database.statement_timeout_ms",
+        file.database.statement_timeout_ms,
+        1,
+        MAX_TIMING_MS,
+    )?);
+    let lock_timeout = Duration::from_millis(
+        in_range(
+            "database.lock_timeout_ms",
+            file.database.lock_timeout_ms,
+            1,
+            file.database.statement_timeout_ms,
+        )
+        .map_err(|e| {
+            ConfigError::new(
+                e.place,
+                format!("{} (at most database.statement_timeout_ms)", e.reason),
+            )
+        })?,
+    );
+    let session = SessionSettings {
+        schema,
+        statement_timeout,
+        lock_timeout,
+    };
     Ok(DatabaseSettings {
-        options,
+        options: session.apply(options),
+        session,
         pool_size,
         connect_timeout,
     })
