@@ -7,13 +7,13 @@ use tasklatch_core::engine::{ApiError, SubmitError};
 use tasklatch_core::identity::Identity;
 use tasklatch_core::ids::TaskId;
 use tasklatch_core::lease::{LeaseKind, Refusal};
-use tasklatch_core::policy::{Policy, CANCEL_BUDGET};
+use tasklatch_core::policy::{Policy, CANCEL_BUDGET, MAX_LIST};
 use tasklatch_core::ports::{DriverError, RunStatus};
 use tasklatch_core::remote::ErrorClass;
 use tasklatch_core::snapshot::{validate, Observed};
 use tasklatch_core::status::{CancelStatus, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::{
-    CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, PollWrite, Store, StoreError,
+    CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, ListOrder, PollWrite, Store, StoreError,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::transitions::cancel::CancelAction;
@@ -421,20 +421,26 @@ async fn list_and_detail_are_scoped_to_owner_and_thread() {
     let store = scoped_store().await;
     let ids = |rows: Vec<TaskRow>| rows.iter().map(|r| r.id().to_string()).collect::<Vec<_>>();
     assert_eq!(
-        ids(store.list_tasks(&scope_of("alice", "th-1")).await.unwrap()),
+        ids(store
+            .list_tasks(&scope_of("alice", "th-1"), ListOrder::Newest, MAX_LIST)
+            .await
+            .unwrap()),
         ["tsk_a1"]
     );
     assert_eq!(
-        ids(store.list_tasks(&scope_of("bob", "th-1")).await.unwrap()),
+        ids(store
+            .list_tasks(&scope_of("bob", "th-1"), ListOrder::Newest, MAX_LIST)
+            .await
+            .unwrap()),
         ["tsk_b1"]
     );
     assert!(store
-        .list_tasks(&scope_of("mallory", "th-1"))
+        .list_tasks(&scope_of("mallory", "th-1"), ListOrder::Newest, MAX_LIST)
         .await
         .unwrap()
         .is_empty());
     assert!(store
-        .list_tasks(&scope_of("bob", "th-2"))
+        .list_tasks(&scope_of("bob", "th-2"), ListOrder::Newest, MAX_LIST)
         .await
         .unwrap()
         .is_empty());

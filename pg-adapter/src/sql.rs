@@ -81,6 +81,10 @@ pub(crate) const REQUEUE_DEAD_LETTER: &str = include_str!("../sql/store/requeue_
 pub(crate) const RECORD_ANSWER: &str = include_str!("../sql/store/record_answer.sql");
 /// The caller's tasks in a thread, newest first.
 pub(crate) const LIST_TASKS: &str = include_str!("../sql/store/list_tasks.sql");
+/// The caller's tasks, most recently updated first, at most a limit.
+pub(crate) const LIST_RECENT_TASKS: &str = include_str!("../sql/store/list_recent_tasks.sql");
+/// Retention: deletes settled, finished rows and their ended runs.
+pub(crate) const PRUNE_FINISHED: &str = include_str!("../sql/store/prune_finished.sql");
 /// One task in scope.
 pub(crate) const GET_TASK: &str = include_str!("../sql/store/get_task.sql");
 /// Rows after an id, in id order (operators).

@@ -10,7 +10,8 @@ use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::PgPool;
 use support::{alice, claim, ids, policy, submitted, t};
 use tasklatch_core::lease::LeaseKind;
-use tasklatch_core::store::Store;
+use tasklatch_core::policy::DEFAULT_LIST;
+use tasklatch_core::store::{ListOrder, Store};
 use tasklatch_pg::harness::{with_search_path, TestDb};
 use tasklatch_pg::{connect, migrate, MigrationError, PgStore, SchemaName, MIGRATOR};
 
@@ -120,7 +121,10 @@ async fn migrating_into_an_apps_database_leaves_the_app_untouched() {
     // The store works on the pool (its connections start in the schema).
     let store = PgStore::new(pool.clone(), policy());
     store.insert_task(submitted("a", t(0))).await.unwrap();
-    let listed = store.list_tasks(&alice()).await.unwrap();
+    let listed = store
+        .list_tasks(&alice(), ListOrder::Newest, DEFAULT_LIST)
+        .await
+        .unwrap();
     assert_eq!(listed.len(), 1);
     let claimed = claim(&store, LeaseKind::Poll, "w", t(0), 10).await;
     assert_eq!(ids(&claimed), ["a"]);

@@ -35,8 +35,8 @@ use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
-    ClaimRequest, Claimed, NotifyWrite, Overview, PollWrite, Release, RequeueOutcome, Scope, Store,
-    StoreError, WriteOutcome,
+    ClaimRequest, Claimed, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest, Pruned,
+    Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -812,8 +812,13 @@ impl Store for TestStore {
         self.mem.finish_answers(writes, now).await
     }
 
-    async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {
-        self.mem.list_tasks(scope).await
+    async fn list_tasks(
+        &self,
+        scope: &Scope,
+        order: ListOrder,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        self.mem.list_tasks(scope, order, limit).await
     }
 
     async fn get_task(&self, scope: &Scope, id: &TaskId) -> Result<Option<TaskRow>, StoreError> {
@@ -838,6 +843,10 @@ impl Store for TestStore {
         now: Timestamp,
     ) -> Result<RequeueOutcome, StoreError> {
         self.mem.requeue_dead_letter(id, now).await
+    }
+
+    async fn prune_finished(&self, req: PruneRequest) -> Result<Pruned, StoreError> {
+        self.mem.prune_finished(req).await
     }
 }
 
