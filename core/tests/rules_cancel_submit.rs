@@ -7,7 +7,7 @@ use tasklatch_core::engine::{ApiError, SubmitError};
 use tasklatch_core::identity::Identity;
 use tasklatch_core::ids::TaskId;
 use tasklatch_core::lease::{LeaseKind, Refusal};
-use tasklatch_core::policy::{Policy, CANCEL_BUDGET, MAX_LIST};
+use tasklatch_core::policy::{Policy, CANCEL_BUDGET, MAX_CONTEXT_TASKS, MAX_LIST};
 use tasklatch_core::ports::{DriverError, RunStatus};
 use tasklatch_core::remote::ErrorClass;
 use tasklatch_core::snapshot::{validate, Observed};
@@ -493,6 +493,27 @@ async fn list_and_detail_are_scoped_to_owner_and_thread() {
         .await
         .unwrap()
         .is_empty());
+}
+
+#[tokio::test]
+async fn the_context_reads_no_more_rows_than_it_shows() {
+    let w = World::new();
+    for i in 0..(MAX_CONTEXT_TASKS + 5) {
+        let id = format!("tsk_{i:02}");
+        let row = row_of(&id, "alice", "th-1", "build", RemoteStatus::Working);
+        w.store.insert_task(row).await.unwrap();
+    }
+    let shown = w
+        .engine("w1")
+        .context(&scope_of("alice", "th-1"))
+        .await
+        .unwrap();
+    assert_eq!(shown.len(), MAX_CONTEXT_TASKS);
+    assert_eq!(
+        w.store.listings(),
+        [(MAX_CONTEXT_TASKS, MAX_CONTEXT_TASKS)],
+        "one read of at most what is shown"
+    );
 }
 
 #[tokio::test]

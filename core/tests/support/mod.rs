@@ -686,6 +686,8 @@ struct StoreFaults {
 pub struct TestStore {
     mem: Arc<MemStore>,
     faults: Arc<Mutex<StoreFaults>>,
+    /// Per `list_tasks` call: the limit asked for and the rows returned.
+    listings: Arc<Mutex<Vec<(usize, usize)>>>,
 }
 
 impl TestStore {
@@ -693,7 +695,13 @@ impl TestStore {
         TestStore {
             mem: Arc::new(MemStore::new(policy)),
             faults: Arc::new(Mutex::new(StoreFaults::default())),
+            listings: Arc::new(Mutex::new(Vec::new())),
         }
+    }
+
+    /// Every `list_tasks` call so far: (limit asked for, rows returned).
+    pub fn listings(&self) -> Vec<(usize, usize)> {
+        lock(&self.listings).clone()
     }
 
     pub fn mem(&self) -> &MemStore {
@@ -818,7 +826,11 @@ impl Store for TestStore {
         order: ListOrder,
         limit: usize,
     ) -> Result<Vec<TaskRow>, StoreError> {
-        self.mem.list_tasks(scope, order, limit).await
+        let r = self.mem.list_tasks(scope, order, limit).await;
+        if let Ok(rows) = &r {
+            lock(&self.listings).push((limit, rows.len()));
+        }
+        r
     }
 
     async fn get_task(&self, scope: &Scope, id: &TaskId) -> Result<Option<TaskRow>, StoreError> {

@@ -22,6 +22,9 @@ pub struct FileConfig {
     /// The HTTP listener.
     #[serde(default)]
     pub http: HttpSection,
+    /// Deleting finished, settled tasks after an age.
+    #[serde(default)]
+    pub retention: RetentionSection,
     /// Who may call the API, and as which owner.
     pub auth: AuthSection,
     /// The MCP servers, by the id tasks name them with.
@@ -146,6 +149,29 @@ impl Default for EngineSection {
             max_retry_backoff_ms: ms(p.max_retry_backoff),
             release_backoff_ms: ms(p.release_backoff),
             min_lease_left_ms: ms(p.min_lease_left),
+        }
+    }
+}
+
+/// `[retention]`: off unless `after_hours` is set.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSection {
+    /// Finished tasks whose every notification is settled are deleted this many hours after
+    /// their last remote change, with their ended runs; 0 (the default) keeps every task.
+    pub after_hours: u64,
+    /// How often the retention loop runs, in milliseconds.
+    pub interval_ms: u64,
+    /// Tasks deleted per statement (one short transaction each).
+    pub batch_size: usize,
+}
+
+impl Default for RetentionSection {
+    fn default() -> Self {
+        RetentionSection {
+            after_hours: 0,
+            interval_ms: 60_000,
+            batch_size: 500,
         }
     }
 }

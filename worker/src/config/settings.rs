@@ -5,8 +5,9 @@
 //! launcher's call timeout must be below `min_lease_left`, itself below every lease), a pool
 //! too small for the lanes, an empty or malformed token list. Errors name the field.
 
-use super::file::{AuthMode, EngineSection, FileConfig, LoopsSection};
+use super::file::{AuthMode, EngineSection, FileConfig, LoopsSection, RetentionSection};
 use super::load::ConfigError;
+use crate::retention::Retention;
 use sqlx::postgres::PgConnectOptions;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -28,6 +29,8 @@ const TICK_RANGE_MS: (u64, u64) = (10, 60_000);
 const BODY_RANGE: (usize, usize) = (1 << 10, 1 << 20);
 /// The longest timing accepted anywhere (one day).
 const MAX_TIMING_MS: u64 = 24 * 60 * 60 * 1_000;
+/// The longest retention age accepted (ten years).
+const MAX_RETENTION_HOURS: u64 = 10 * 366 * 24;
 /// API tokens, at most.
 const MAX_TOKENS: usize = 10_000;
 
@@ -71,6 +74,8 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// The largest request body accepted.
     pub max_body_bytes: usize,
+    /// The retention loop, if switched on.
+    pub retention: Option<Retention>,
     /// API authentication.
     pub auth: Auth,
     /// The MCP servers (validated).
@@ -99,6 +104,7 @@ impl Settings {
             BODY_RANGE.0,
             BODY_RANGE.1,
         )?;
+        let retention = retention_of(&file.retention)?;
         let mcp = mcp_of(&file, &policy)?;
         agent_server_fits(&file.agent_server, &policy)?;
         Ok(Settings {
@@ -109,11 +115,32 @@ impl Settings {
             policy,
             listen,
             max_body_bytes,
+            retention,
             auth: auth_of(&file)?,
             mcp,
             agent_server: file.agent_server,
         })
     }
+}
+
+/// The retention loop from `[retention]`: `None` when `after_hours` is 0.
+fn retention_of(r: &RetentionSection) -> Result<Option<Retention>, ConfigError> {
+    if r.after_hours == 0 {
+        return Ok(None);
+    }
+    let hours = in_range(
+        "retention.after_hours",
+        r.after_hours,
+        1,
+        MAX_RETENTION_HOURS,
+    )?;
+    let every = in_range("retention.interval_ms", r.interval_ms, 1_000, MAX_TIMING_MS)?;
+    let batch = in_range("retention.batch_size", r.batch_size, 1, MAX_BATCH)?;
+    Ok(Some(Retention {
+        after: Duration::from_secs(hours * 3_600),
+        every: Duration::from_millis(every),
+        batch,
+    }))
 }
 
 fn database_of(file: &FileConfig, lanes: usize) -> Result<DatabaseSettings, ConfigError> {
