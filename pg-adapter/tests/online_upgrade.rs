@@ -80,44 +80,41 @@ async fn writes_go_on_while_an_index_build_waits() {
         .execute(&mut *open)
         .await
         .unwrap();
-    let upgrade = tokio::spawn({
-        let pool = pool.clone();
-        let schema = schema.clone();
-        async move { migrate(&pool, &schema).await }
-    });
-
-    // The index build is under way and waits for that transaction.
-    let started = Instant::now();
-    loop {
-        let waiting: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid <> pg_backend_pid() \
-             AND query ILIKE '%create index%tasks_finished%' AND wait_event_type = 'Lock')",
-        )
-        .fetch_one(db.pool())
-        .await
-        .unwrap();
-        if waiting {
-            break;
+    // The upgrade and, beside it in the same task, what happens meanwhile.
+    let meanwhile = async {
+        // The index build is under way and waits for that transaction.
+        let started = Instant::now();
+        loop {
+            let waiting: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid <> pg_backend_pid() \
+                 AND query ILIKE '%create index%tasks_finished%' AND wait_event_type = 'Lock')",
+            )
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
+            if waiting {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the index build never started waiting"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the index build never started waiting"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-
-    // Meanwhile a store write is not queued behind the build.
-    let written = store.insert_task(submitted("b", t(1))).await;
+        // Meanwhile a store write is not queued behind the build.
+        let written = store.insert_task(submitted("b", t(1))).await;
+        open.commit().await.unwrap();
+        written
+    };
+    let (done, written) = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::join!(migrate(&pool, &schema), meanwhile)
+    })
+    .await
+    .expect("the upgrade finished");
     assert!(
         written.is_ok(),
         "a write during the index build: {written:?}"
     );
-
-    open.commit().await.unwrap();
-    let done = tokio::time::timeout(Duration::from_secs(60), upgrade)
-        .await
-        .expect("the upgrade finished")
-        .unwrap();
     assert!(done.is_ok(), "{done:?}");
     let valid: Vec<bool> = sqlx::query_scalar(
         "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \

@@ -37,17 +37,16 @@ async fn a_pass_deletes_old_settled_tasks_in_batches_with_their_ended_runs() {
     .unwrap();
     let untold = row(&s, "untold").await;
 
-    sqlx::query(
-        "INSERT INTO threads (thread, owner, created_at) VALUES ('th1', 'alice', 0); \
-         INSERT INTO runs (seq, run_id, key, owner, thread, prompt, status, created_at) VALUES \
+    for statement in [
+        "INSERT INTO threads (thread, owner, created_at) VALUES ('th1', 'alice', 0)",
+        "INSERT INTO runs (seq, run_id, key, owner, thread, prompt, status, created_at) VALUES \
            (1, 'run-1', 'task:old1:1:0', 'alice', 'th1', 'p', 'success', 0), \
            (2, 'run-2', 'task:old1:1:1', 'alice', 'th1', 'p', 'running', 0), \
            (3, 'run-3', 'task:old2:1:0', 'alice', 'th1', 'p', 'error', 0), \
            (4, 'run-4', 'task:recent:1:0', 'alice', 'th1', 'p', 'success', 0)",
-    )
-    .execute(db.pool())
-    .await
-    .unwrap();
+    ] {
+        sqlx::query(statement).execute(db.pool()).await.unwrap();
+    }
 
     let metrics = Metrics::new();
     let r = Retention {
