@@ -449,6 +449,31 @@ mod tests {
     }
 
     #[test]
+    fn schema_timeouts_and_retention_are_checked() {
+        let s = check(BASE).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.database.session, SessionSettings::default());
+        assert_eq!(s.retention, None, "retention is off by default");
+        let custom = BASE.replace(
+            "[database]",
+            "[retention]\nafter_hours = 48\n[database]\nschema = \"app_tl\"\nlock_timeout_ms = 200",
+        );
+        let s = check(&custom).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.database.session.schema.as_str(), "app_tl");
+        assert_eq!(s.database.session.lock_timeout, Duration::from_millis(200));
+        let r = s.retention.unwrap_or_else(|| panic!("retention on"));
+        assert_eq!(r.after, Duration::from_secs(48 * 3_600));
+        for (field, bad) in [
+            ("database.schema", "schema = \"Public; DROP\""),
+            ("database.lock_timeout_ms", "lock_timeout_ms = 40000"),
+            ("database.statement_timeout_ms", "statement_timeout_ms = 0"),
+        ] {
+            let text = BASE.replace("[database]", &format!("[database]\n{bad}"));
+            let e = check(&text).err().unwrap_or_default();
+            assert!(e.contains(field) && !e.contains("DROP"), "{e}");
+        }
+    }
+
+    #[test]
     fn trusted_proxy_must_be_switched_on_explicitly() {
         let proxy = BASE.replace(
             "tokens = [{ owner = \"alice\", sha256 = \"2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90\" }]",
