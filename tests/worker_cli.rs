@@ -318,3 +318,74 @@ async fn operator_views_are_scoped_and_show_no_remote_id() {
     assert!(!ok && out.contains("no such task"), "{out}");
     db.cleanup().await;
 }
+
+/// `tasklatch migrate` into a database that already holds a host application's own `tasks`
+/// table and its own sqlx history: it succeeds, tasklatch lives in schema `tasklatch` with its
+/// own history, and the application's table, rows and history are exactly as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_into_an_apps_database_leaves_the_app_untouched() {
+    let db = TestDb::create_empty().await;
+    for statement in [
+        "CREATE TABLE tasks (id bigint PRIMARY KEY, title text NOT NULL)",
+        "INSERT INTO tasks VALUES (1, 'the app''s own task')",
+        "CREATE TABLE _sqlx_migrations (version BIGINT PRIMARY KEY, description TEXT NOT NULL, \
+         installed_on TIMESTAMPTZ NOT NULL DEFAULT now(), success BOOLEAN NOT NULL, \
+         checksum BYTEA NOT NULL, execution_time BIGINT NOT NULL)",
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (1, 'app tasks', true, '\\x0102', 7)",
+    ] {
+        sqlx::query(statement)
+            .execute(db.pool())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let app_state = || async {
+        let tasks: Vec<(i64, String)> = sqlx::query_as("SELECT id, title FROM public.tasks")
+            .fetch_all(db.pool())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let history: Vec<(i64, String, Vec<u8>, i64)> = sqlx::query_as(
+            "SELECT version, description, checksum, execution_time FROM public._sqlx_migrations",
+        )
+        .fetch_all(db.pool())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        (tasks, history)
+    };
+    let before = app_state().await;
+
+    let (ok, out, err) = cli(&["migrate", "--database-url", db.url()], &[]).await;
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("migrated schema tasklatch"), "{out}");
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM tasklatch._sqlx_migrations")
+        .fetch_one(db.pool())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        usize::try_from(applied).unwrap_or_default(),
+        tasklatch_pg::MIGRATOR.iter().count()
+    );
+    assert_eq!(
+        app_state().await,
+        before,
+        "the app's table and history untouched"
+    );
+
+    // The operator views work on the installation (default schema).
+    let (ok, out, err) = cli(
+        &[
+            "tasks",
+            "list",
+            "--owner",
+            "alice",
+            "--thread",
+            "th-1",
+            "--database-url",
+            db.url(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(ok, "{out}{err}");
+    db.cleanup().await;
+}

@@ -8,13 +8,13 @@ use crate::ids::TaskId;
 use crate::invariants::debug_check_row;
 use crate::lease::{Lease, LeaseKind, LeaseToken, Refusal};
 use crate::mutation::{self, Mutant};
-use crate::policy::{Policy, MAX_BATCH};
+use crate::policy::{Policy, MAX_BATCH, MAX_LIST};
 use crate::status::{CancelStatus, NotifyStatus};
 use crate::store::*;
 use crate::task::TaskRow;
 use crate::time::Timestamp;
 use crate::transitions::outbox::Requeued;
-use crate::transitions::{answer, cancel, guard, outbox, poll, submit};
+use crate::transitions::{answer, cancel, guard, outbox, poll, retention, submit};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -311,20 +311,30 @@ impl Store for MemStore {
         ))
     }
 
-    async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {
+    async fn list_tasks(
+        &self,
+        scope: &Scope,
+        order: ListOrder,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        if limit > MAX_LIST {
+            return Err(StoreError::Invalid(format!(
+                "a listing returns at most {MAX_LIST} tasks"
+            )));
+        }
         let rows = self.rows();
-        let mut mine: Vec<TaskRow> = rows
+        let mut mine: Vec<&TaskRow> = rows
             .values()
             .filter(|r| r.identity.owner == scope.owner && r.identity.thread == scope.thread)
-            .cloned()
             .collect();
         mine.sort_by(|a, b| {
-            b.identity
-                .created_at
-                .cmp(&a.identity.created_at)
-                .then_with(|| a.id().cmp(b.id()))
+            let newer = match order {
+                ListOrder::Newest => b.identity.created_at.cmp(&a.identity.created_at),
+                ListOrder::RecentlyUpdated => b.remote.updated_at.cmp(&a.remote.updated_at),
+            };
+            newer.then_with(|| a.id().cmp(b.id()))
         });
-        Ok(mine)
+        Ok(mine.into_iter().take(limit).cloned().collect())
     }
 
     async fn get_task(&self, scope: &Scope, id: &TaskId) -> Result<Option<TaskRow>, StoreError> {
@@ -383,6 +393,29 @@ impl Store for MemStore {
         o.undelivered = rows.values().filter(|r| r.outbox.has_undelivered()).count() as u64;
         o.busy_total = rows.values().map(|r| u64::from(r.outbox.busy_count)).sum();
         Ok(o)
+    }
+
+    async fn prune_finished(&self, req: PruneRequest) -> Result<Pruned, StoreError> {
+        if req.limit > MAX_BATCH {
+            return Err(StoreError::Invalid(format!(
+                "a prune deletes at most {MAX_BATCH} tasks"
+            )));
+        }
+        let mut rows = self.rows();
+        let mut doomed: Vec<(Timestamp, TaskId)> = rows
+            .values()
+            .filter(|r| retention::prunable(r, req.now, req.finished_before))
+            .map(|r| (r.remote.updated_at, r.id().clone()))
+            .collect();
+        doomed.sort();
+        doomed.truncate(req.limit);
+        for (_, id) in &doomed {
+            rows.remove(id);
+        }
+        Ok(Pruned {
+            tasks: doomed.len() as u64,
+            runs: 0,
+        })
     }
 
     async fn requeue_dead_letter(

@@ -38,6 +38,10 @@ pub const MAX_ANSWER_BYTES: usize = 16 << 10;
 pub const MAX_REQUEST_ID: usize = 64;
 /// Rows in one claim batch: a larger claim limit is refused as invalid by every store.
 pub const MAX_BATCH: usize = 1_000;
+/// Tasks in one listing when the caller names no limit.
+pub const DEFAULT_LIST: usize = 20;
+/// Tasks in one listing, at most: a larger limit is refused as invalid by every store.
+pub const MAX_LIST: usize = 100;
 
 /// The timings of the three loops. Every transition that schedules something reads them here.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -195,6 +195,39 @@ pub struct Scope {
     pub thread: ThreadId,
 }
 
+/// In which order a listing returns a scope's tasks (and so which it returns when it stops at
+/// its limit).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum ListOrder {
+    /// Newest first: `created_at` descending, then task id ascending (the API's listing).
+    Newest,
+    /// Most recently updated first: `remote.updated_at` descending, then task id ascending (the
+    /// per-run context projection, [`crate::text::context_projection`]).
+    RecentlyUpdated,
+}
+
+/// Which finished rows to delete, and how many at most ([`Store::prune_finished`]).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct PruneRequest {
+    /// The caller's current time (a lease unexpired then keeps its row).
+    pub now: Timestamp,
+    /// Rows whose remote state last changed before this are due for deletion.
+    pub finished_before: Timestamp,
+    /// At most this many tasks; at most [`crate::policy::MAX_BATCH`] (a larger limit is
+    /// [`StoreError::Invalid`]).
+    pub limit: usize,
+}
+
+/// What a prune deleted.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct Pruned {
+    /// Task rows deleted.
+    pub tasks: u64,
+    /// Ended runs of those tasks deleted from a run ledger kept beside the rows (a store
+    /// without one reports 0).
+    pub runs: u64,
+}
+
 /// Which task a cancel request names.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum CancelTarget {
@@ -325,10 +358,14 @@ pub trait Store: Send + Sync {
         now: Timestamp,
     ) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
 
-    /// The caller's tasks in this thread, newest first (created desc, then id).
+    /// The caller's tasks in this thread in `order`, at most `limit` of them: the store reads
+    /// no more rows than it returns. A `limit` above [`crate::policy::MAX_LIST`] is
+    /// [`StoreError::Invalid`].
     fn list_tasks(
         &self,
         scope: &Scope,
+        order: ListOrder,
+        limit: usize,
     ) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
 
     /// One of the caller's tasks in this thread; `None` for any other task.
@@ -356,6 +393,18 @@ pub trait Store: Send + Sync {
         id: &TaskId,
         now: Timestamp,
     ) -> impl Future<Output = Result<RequeueOutcome, StoreError>> + Send;
+
+    /// Retention, unscoped: deletes up to `req.limit` rows that
+    /// [`crate::transitions::retention::prunable`] allows at `req.now` for
+    /// `req.finished_before` (terminal, every event settled, no dispatch in flight, no cancel
+    /// to do, no lease held), oldest remote update first, skipping rows a concurrent call holds;
+    /// with them, their ended runs in a run ledger kept beside the rows. Atomic per call; a
+    /// caller deletes more by calling again until fewer than `limit` went. A `limit` above
+    /// [`crate::policy::MAX_BATCH`] is [`StoreError::Invalid`] and deletes nothing.
+    fn prune_finished(
+        &self,
+        req: PruneRequest,
+    ) -> impl Future<Output = Result<Pruned, StoreError>> + Send;
 }
 
 /// What an operator's requeue did.

@@ -7,13 +7,13 @@ use tasklatch_core::engine::{ApiError, SubmitError};
 use tasklatch_core::identity::Identity;
 use tasklatch_core::ids::TaskId;
 use tasklatch_core::lease::{LeaseKind, Refusal};
-use tasklatch_core::policy::{Policy, CANCEL_BUDGET};
+use tasklatch_core::policy::{Policy, CANCEL_BUDGET, MAX_CONTEXT_TASKS, MAX_LIST};
 use tasklatch_core::ports::{DriverError, RunStatus};
 use tasklatch_core::remote::ErrorClass;
 use tasklatch_core::snapshot::{validate, Observed};
 use tasklatch_core::status::{CancelStatus, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::{
-    CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, PollWrite, Store, StoreError,
+    CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, ListOrder, PollWrite, Store, StoreError,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::transitions::cancel::CancelAction;
@@ -421,20 +421,26 @@ async fn list_and_detail_are_scoped_to_owner_and_thread() {
     let store = scoped_store().await;
     let ids = |rows: Vec<TaskRow>| rows.iter().map(|r| r.id().to_string()).collect::<Vec<_>>();
     assert_eq!(
-        ids(store.list_tasks(&scope_of("alice", "th-1")).await.unwrap()),
+        ids(store
+            .list_tasks(&scope_of("alice", "th-1"), ListOrder::Newest, MAX_LIST)
+            .await
+            .unwrap()),
         ["tsk_a1"]
     );
     assert_eq!(
-        ids(store.list_tasks(&scope_of("bob", "th-1")).await.unwrap()),
+        ids(store
+            .list_tasks(&scope_of("bob", "th-1"), ListOrder::Newest, MAX_LIST)
+            .await
+            .unwrap()),
         ["tsk_b1"]
     );
     assert!(store
-        .list_tasks(&scope_of("mallory", "th-1"))
+        .list_tasks(&scope_of("mallory", "th-1"), ListOrder::Newest, MAX_LIST)
         .await
         .unwrap()
         .is_empty());
     assert!(store
-        .list_tasks(&scope_of("bob", "th-2"))
+        .list_tasks(&scope_of("bob", "th-2"), ListOrder::Newest, MAX_LIST)
         .await
         .unwrap()
         .is_empty());
@@ -487,6 +493,27 @@ async fn list_and_detail_are_scoped_to_owner_and_thread() {
         .await
         .unwrap()
         .is_empty());
+}
+
+#[tokio::test]
+async fn the_context_reads_no_more_rows_than_it_shows() {
+    let w = World::new();
+    for i in 0..(MAX_CONTEXT_TASKS + 5) {
+        let id = format!("tsk_{i:02}");
+        let row = row_of(&id, "alice", "th-1", "build", RemoteStatus::Working);
+        w.store.insert_task(row).await.unwrap();
+    }
+    let shown = w
+        .engine("w1")
+        .context(&scope_of("alice", "th-1"))
+        .await
+        .unwrap();
+    assert_eq!(shown.len(), MAX_CONTEXT_TASKS);
+    assert_eq!(
+        w.store.listings(),
+        [(MAX_CONTEXT_TASKS, MAX_CONTEXT_TASKS)],
+        "one read of at most what is shown"
+    );
 }
 
 #[tokio::test]

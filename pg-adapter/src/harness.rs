@@ -14,7 +14,7 @@
 //! `TASKLATCH_PG_FORCE_LOCAL_CLUSTER=1` skips steps 1 and 2 (used by a test that proves step 3
 //! works on this machine).
 
-use crate::{connect, migrate};
+use crate::{connect, migrate, SchemaName};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 use std::collections::hash_map::RandomState;
@@ -155,6 +155,31 @@ pub fn with_database(url: &str, db: &str) -> String {
     format!("{scheme}{authority}/{db}{query}")
 }
 
+/// `url` whose connections start with `schema` as their `search_path` (a startup option in the
+/// query string: `options[search_path]=<schema>`).
+pub fn with_search_path(url: &str, schema: &SchemaName) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}options[search_path]={schema}")
+}
+
+/// Creates a uniquely named database on `server`: its name and plain URL.
+async fn create_database(server: &Server) -> Result<(String, String), HarnessError> {
+    let name = format!(
+        "tasklatch_t{}_{}_{:08x}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        random_u64() as u32
+    );
+    let mut conn = admin(&server.admin_url).await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+        .execute(&mut conn)
+        .await
+        .map_err(|e| HarnessError(format!("cannot create database {name}: {e}")))?;
+    let _ = conn.close().await;
+    let url = with_database(&server.admin_url, &name);
+    Ok((name, url))
+}
+
 async fn admin(url: &str) -> Result<PgConnection, HarnessError> {
     PgConnection::connect(url)
         .await
@@ -186,27 +211,47 @@ impl TestDb {
         Self::create_on(server().await?).await
     }
 
-    /// A fresh migrated database on `server` (e.g. a server given on a command line).
+    /// A fresh migrated database on `server` (e.g. a server given on a command line): migrated
+    /// into the default schema (`tasklatch`); its [`TestDb::url`] selects that schema
+    /// (`options[search_path]=tasklatch`), so raw connections of tests see the tables.
     pub async fn create_on(server: Server) -> Result<TestDb, HarnessError> {
-        let name = format!(
-            "tasklatch_t{}_{}_{:08x}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed),
-            random_u64() as u32
-        );
-        let mut conn = admin(&server.admin_url).await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
-            .execute(&mut conn)
-            .await
-            .map_err(|e| HarnessError(format!("cannot create database {name}: {e}")))?;
-        let _ = conn.close().await;
-        let url = with_database(&server.admin_url, &name);
+        let schema = SchemaName::default();
+        let (name, plain_url) = create_database(&server).await?;
+        let url = with_search_path(&plain_url, &schema);
         let pool = connect(&url, 10)
             .await
             .map_err(|e| HarnessError(format!("cannot connect to {name}: {e}")))?;
-        migrate(&pool)
+        migrate(&pool, &schema)
             .await
             .map_err(|e| HarnessError(format!("cannot migrate {name}: {e}")))?;
+        Ok(TestDb {
+            name,
+            admin_url: server.admin_url,
+            url,
+            pool,
+            source: server.source,
+            dropped: false,
+        })
+    }
+
+    /// A fresh, empty database (nothing migrated) on the test server, dropped afterwards, as a
+    /// host application sees it: [`TestDb::url`] and [`TestDb::pool`] have no session settings
+    /// (the server's default `search_path`, no timeouts).
+    pub async fn create_empty() -> TestDb {
+        match Self::try_create_empty().await {
+            Ok(db) => db,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    async fn try_create_empty() -> Result<TestDb, HarnessError> {
+        let server = server().await?;
+        let (name, url) = create_database(&server).await?;
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(4)
+            .connect(&url)
+            .await
+            .map_err(|e| HarnessError(format!("cannot connect to {name}: {e}")))?;
         Ok(TestDb {
             name,
             admin_url: server.admin_url,

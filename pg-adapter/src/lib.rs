@@ -7,7 +7,10 @@
 //! - [`PgLedger`]: the run ledger (unique idempotency key, 409 busy thread, 404 gone thread),
 //!   the reference gateway behind `tasklatch_core::ledger::LedgerLauncher`; per call, or
 //!   [`PgLedger::coalescing`]: concurrent launches share one transaction (`coalesce`).
-//! - [`migrate`]: the schema, embedded from `migrations/`; [`connect`]: a pool.
+//! - [`migrate`]: the migrations, embedded from `migrations/`, applied into tasklatch's own
+//!   schema ([`SchemaName`], default `tasklatch`) with their history kept there; [`connect`]: a
+//!   pool whose connections start in that schema with statement and lock timeouts
+//!   ([`SessionSettings`]).
 //! - `harness` (feature `testkit`): fresh test databases on a local, configured or throwaway
 //!   server, for tests, the simulation and the load tools (`tasklatch-load`).
 //!
@@ -20,30 +23,25 @@ mod error;
 #[cfg(feature = "testkit")]
 pub mod harness;
 mod ledger;
+mod migrate;
 #[cfg(feature = "mutations")]
 mod planted;
 mod pool;
 mod row;
+mod session;
 mod sql;
 mod store;
 
 pub use error::{ledger_error, store_error};
 pub use ledger::{Coalescing, PgLedger};
-pub use pool::{connect, connect_named};
+pub use migrate::{migrate, migrator, MigrationError, MIGRATOR};
+pub use pool::{connect, connect_named, connect_with};
 pub use row::{decode_task, event_json, storable};
+pub use session::{
+    InvalidSchemaName, SchemaName, SessionSettings, DEFAULT_LOCK_TIMEOUT, DEFAULT_SCHEMA,
+    DEFAULT_STATEMENT_TIMEOUT,
+};
 pub use store::PgStore;
-
-use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::PgPool;
-
-/// The schema, embedded at build time from `pg-adapter/migrations/`.
-pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
-
-/// Applies every pending migration to the database behind `pool` (idempotent; concurrent
-/// callers are serialised by an advisory lock).
-pub async fn migrate(pool: &PgPool) -> Result<(), MigrateError> {
-    MIGRATOR.run(pool).await
-}
 
 /// The `EXPLAIN`-able candidate queries of the three claims (`$1` now, `$2` limit), for tests
 /// and the benchmark: each must be served by its partial index.

@@ -81,6 +81,10 @@ pub(crate) const REQUEUE_DEAD_LETTER: &str = include_str!("../sql/store/requeue_
 pub(crate) const RECORD_ANSWER: &str = include_str!("../sql/store/record_answer.sql");
 /// The caller's tasks in a thread, newest first.
 pub(crate) const LIST_TASKS: &str = include_str!("../sql/store/list_tasks.sql");
+/// The caller's tasks, most recently updated first, at most a limit.
+pub(crate) const LIST_RECENT_TASKS: &str = include_str!("../sql/store/list_recent_tasks.sql");
+/// Retention: deletes settled, finished rows and their ended runs.
+pub(crate) const PRUNE_FINISHED: &str = include_str!("../sql/store/prune_finished.sql");
 /// One task in scope.
 pub(crate) const GET_TASK: &str = include_str!("../sql/store/get_task.sql");
 /// Rows after an id, in id order (operators).
@@ -115,6 +119,15 @@ pub(crate) mod ledger {
 }
 
 /// Helpers for the tests that read the statement files.
+/// The session `tasklatch migrate` runs in (`$1` the schema).
+pub(crate) const MIGRATION_SESSION: &str = include_str!("../sql/admin/migration_session.sql");
+/// Whether a schema holds a migration history (`$1` the schema).
+pub(crate) const HISTORY_EXISTS: &str = include_str!("../sql/admin/history_exists.sql");
+/// The other schemas holding a `_sqlx_migrations` table (`$1` the configured schema).
+pub(crate) const MIGRATION_HISTORIES: &str = include_str!("../sql/admin/migration_histories.sql");
+/// Whether one history records a migration (`HISTORY` replaced by the quoted table name).
+pub(crate) const HISTORY_RECORDS: &str = include_str!("../sql/admin/history_records.sql");
+
 #[cfg(test)]
 pub(crate) mod text {
     /// The statement without its comment lines, its whitespace collapsed to single spaces.

@@ -25,7 +25,7 @@ use tasklatch_core::ids::TaskId;
 use tasklatch_core::lease::{LeaseKind, Refusal};
 #[cfg(feature = "mutations")]
 use tasklatch_core::mutation::Mutant;
-use tasklatch_core::policy::{bounded, Policy, MAX_BATCH, MAX_STORED_ERROR};
+use tasklatch_core::policy::{bounded, Policy, MAX_BATCH, MAX_LIST, MAX_STORED_ERROR};
 use tasklatch_core::status::{DeadLetterReason, NotifyStatus};
 use tasklatch_core::store::*;
 use tasklatch_core::task::TaskRow;
@@ -824,14 +824,30 @@ impl Store for PgStore {
         .await
     }
 
-    /// One read: the caller's tasks in this thread, newest first (created desc, then id).
-    async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {
+    /// One read of at most `limit` rows: the caller's tasks in this thread in `order`, each
+    /// order served by its index (`tasks_scope`, `tasks_recent`) and stopped at the limit.
+    async fn list_tasks(
+        &self,
+        scope: &Scope,
+        order: ListOrder,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        if limit > MAX_LIST {
+            return Err(StoreError::Invalid(format!(
+                "a listing returns at most {MAX_LIST} tasks"
+            )));
+        }
         if !matchable(scope.owner.as_str()) || !matchable(scope.thread.as_str()) {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query(sql::LIST_TASKS)
+        let statement = match order {
+            ListOrder::Newest => sql::LIST_TASKS,
+            ListOrder::RecentlyUpdated => sql::LIST_RECENT_TASKS,
+        };
+        let rows = sqlx::query(statement)
             .bind(scope.owner.as_str())
             .bind(scope.thread.as_str())
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .fetch_all(&self.inner.pool)
             .await
             .map_err(store_error)?;
@@ -873,6 +889,27 @@ impl Store for PgStore {
             .await
             .map_err(store_error)?;
         rows.iter().map(|r| self.decoded(r)).collect()
+    }
+
+    /// One statement (`sql/store/prune_finished.sql`): deletes up to `req.limit` settled,
+    /// finished rows and their ended runs.
+    async fn prune_finished(&self, req: PruneRequest) -> Result<Pruned, StoreError> {
+        if req.limit > MAX_BATCH {
+            return Err(StoreError::Invalid(format!(
+                "a prune deletes at most {MAX_BATCH} tasks"
+            )));
+        }
+        let row = sqlx::query(sql::PRUNE_FINISHED)
+            .bind(req.now.as_micros())
+            .bind(req.finished_before.as_micros())
+            .bind(i64::try_from(req.limit).unwrap_or(i64::MAX))
+            .fetch_one(&self.inner.pool)
+            .await
+            .map_err(store_error)?;
+        Ok(Pruned {
+            tasks: u64_col(&row, "tasks")?,
+            runs: u64_col(&row, "runs")?,
+        })
     }
 
     /// One read (a scan of the table): counts for operators.

@@ -180,6 +180,13 @@ enum Op {
     List {
         owner: u8,
         thread: u8,
+        recent: bool,
+        limit: u8,
+    },
+    /// Retention: rows finished more than `finished_ago` seconds ago, at most `limit`.
+    Prune {
+        finished_ago: u16,
+        limit: u8,
     },
     Get {
         owner: u8,
@@ -354,7 +361,10 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (who(), who(), 0u8..9, 0u8..3, 0u8..12)
             .prop_map(|(owner, thread, slot, q, text)| Op::Answer { owner, thread, slot, q, text }),
         3 => prop::collection::vec(pick(answer_pick()), picks(2)).prop_map(Op::AnswerOutcome),
-        1 => (who(), who()).prop_map(|(owner, thread)| Op::List { owner, thread }),
+        1 => (who(), who(), prop::bool::ANY, prop::sample::select(vec![1u8, 2, 100]))
+            .prop_map(|(owner, thread, recent, limit)| Op::List { owner, thread, recent, limit }),
+        1 => (prop::sample::select(vec![0u16, 30, 600]), 1u8..4)
+            .prop_map(|(finished_ago, limit)| Op::Prune { finished_ago, limit }),
         1 => (who(), who(), 0u8..9).prop_map(|(owner, thread, slot)| Op::Get { owner, thread, slot }),
         1 => Just(Op::Overview),
         1 => (prop::option::of(0u8..7), 0u8..8).prop_map(|(after, limit)| Op::Admin { after, limit }),
@@ -1045,14 +1055,38 @@ async fn run_case(pg: &PgStore, ops: &[Op]) -> Result<(), TestCaseError> {
                 cover_outcomes("answer_write", &labels, &a);
                 compare(step, op, &a, &b)?;
             }
-            Op::List { owner, thread } => {
+            Op::List {
+                owner,
+                thread,
+                recent,
+                limit,
+            } => {
                 let sc = scope(*owner, *thread);
+                let order = if *recent {
+                    ListOrder::RecentlyUpdated
+                } else {
+                    ListOrder::Newest
+                };
+                let limit = usize::from(*limit);
                 compare(
                     step,
                     op,
-                    &mem.list_tasks(&sc).await,
-                    &pg.list_tasks(&sc).await,
+                    &mem.list_tasks(&sc, order, limit).await,
+                    &pg.list_tasks(&sc, order, limit).await,
                 )?;
+            }
+            Op::Prune {
+                finished_ago,
+                limit,
+            } => {
+                let req = PruneRequest {
+                    now,
+                    finished_before: now.minus(Duration::from_secs(u64::from(*finished_ago))),
+                    limit: usize::from(*limit),
+                };
+                let a = mem.prune_finished(req.clone()).await.map(|p| p.tasks);
+                let b = pg.prune_finished(req).await.map(|p| p.tasks);
+                compare(step, op, &a, &b)?;
             }
             Op::Get {
                 owner,

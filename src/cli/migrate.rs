@@ -2,6 +2,7 @@
 
 use clap::Args;
 use std::process::ExitCode;
+use tasklatch_pg::{SchemaName, SessionSettings};
 
 /// Arguments of `tasklatch migrate`.
 #[derive(Args)]
@@ -9,19 +10,34 @@ pub struct MigrateArgs {
     /// The database to migrate.
     #[arg(long)]
     database_url: String,
+    /// The schema tasklatch lives in (created if missing; its tables, functions and migration
+    /// history `<schema>._sqlx_migrations`). The workers' `database.schema` must name the same.
+    #[arg(long, default_value = tasklatch_pg::DEFAULT_SCHEMA)]
+    schema: String,
 }
 
-/// Applies every pending migration.
+/// Applies every pending migration into the schema.
 pub fn run_cli(args: MigrateArgs) -> anyhow::Result<ExitCode> {
+    let schema = SchemaName::new(&args.schema).map_err(|e| anyhow::anyhow!("--schema: {e}"))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let pool = tasklatch_pg::connect(&args.database_url, 1).await?;
-        tasklatch_pg::migrate(&pool).await?;
-        let applied = tasklatch_pg::MIGRATOR.iter().count();
-        println!("migrated: {applied} migrations applied or already present");
+        // The parser's message may quote the URL (and its password): not passed on.
+        let options = args
+            .database_url
+            .parse()
+            .map_err(|_| anyhow::anyhow!("the database URL is not a valid PostgreSQL URL"))?;
+        let session = SessionSettings {
+            schema: schema.clone(),
+            ..SessionSettings::default()
+        };
+        let pool = tasklatch_pg::connect_with(options, 1, &session).await?;
+        let result = tasklatch_pg::migrate(&pool, &schema).await;
         pool.close().await;
+        result?;
+        let applied = tasklatch_pg::MIGRATOR.iter().count();
+        println!("migrated schema {schema}: {applied} migrations applied or already present");
         anyhow::Ok(ExitCode::SUCCESS)
     })
 }

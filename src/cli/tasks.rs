@@ -23,6 +23,10 @@ pub struct Database {
     /// A worker configuration file to take the database (and timings) from.
     #[arg(long, global = true)]
     config: Option<PathBuf>,
+    /// The schema tasklatch lives in, with --database-url or $TASKLATCH_DATABASE_URL (a
+    /// configuration file names its own: database.schema).
+    #[arg(long, global = true, default_value = tasklatch_pg::DEFAULT_SCHEMA)]
+    schema: String,
 }
 
 /// Whose tasks.
@@ -190,7 +194,12 @@ fn database_of(db: &Database) -> anyhow::Result<(sqlx::postgres::PgConnectOption
         let options = url
             .parse()
             .map_err(|_| anyhow::anyhow!("the database URL is not a valid PostgreSQL URL"))?;
-        return Ok((options, Policy::default()));
+        let session = tasklatch_pg::SessionSettings {
+            schema: tasklatch_pg::SchemaName::new(&db.schema)
+                .map_err(|e| anyhow::anyhow!("--schema: {e}"))?,
+            ..tasklatch_pg::SessionSettings::default()
+        };
+        return Ok((session.apply(options), Policy::default()));
     }
     let path = db
         .config

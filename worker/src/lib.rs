@@ -16,6 +16,8 @@
 //! - [`schema`]: the refusal to run on a schema that is behind.
 //! - [`shutdown`]: SIGTERM/SIGINT: stop claiming, finish or release what is in flight, exit
 //!   within one lease; a second signal exits at once.
+//! - [`retention`]: the loop that deletes finished, settled tasks after a configured age (off
+//!   by default).
 //! - [`ops`]: the operator views behind `tasklatch tasks` and `tasklatch dead-letters`.
 //! - [`run`]: start-up, in order, and the shutdown sequence.
 //!
@@ -33,6 +35,7 @@ pub mod logging;
 pub mod metered;
 pub mod metrics;
 pub mod ops;
+pub mod retention;
 pub mod run;
 pub mod schema;
 pub mod shutdown;

@@ -24,8 +24,8 @@ use tasklatch_core::policy::{bounded, MAX_BATCH, MAX_SHOWN_ERROR};
 use tasklatch_core::status::NotifyStatus;
 use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
-    ClaimRequest, Claimed, NotifyWrite, Overview, PollWrite, Release, RequeueOutcome, Scope, Store,
-    StoreError, WriteOutcome,
+    ClaimRequest, Claimed, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest, Pruned,
+    Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -338,8 +338,13 @@ impl<S: Store> Store for Metered<S> {
         r
     }
 
-    async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {
-        let r = self.inner.list_tasks(scope).await;
+    async fn list_tasks(
+        &self,
+        scope: &Scope,
+        order: ListOrder,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        let r = self.inner.list_tasks(scope, order, limit).await;
         self.failed("list_tasks", &r);
         r
     }
@@ -373,6 +378,12 @@ impl<S: Store> Store for Metered<S> {
     ) -> Result<RequeueOutcome, StoreError> {
         let r = self.inner.requeue_dead_letter(id, now).await;
         self.failed("requeue_dead_letter", &r);
+        r
+    }
+
+    async fn prune_finished(&self, req: PruneRequest) -> Result<Pruned, StoreError> {
+        let r = self.inner.prune_finished(req).await;
+        self.failed("prune_finished", &r);
         r
     }
 }

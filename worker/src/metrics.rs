@@ -21,6 +21,7 @@
 //! | `tasklatch_passes_total` | engine passes, all lanes |
 //! | `tasklatch_wakeups_total` | wake-up notifications received |
 //! | `tasklatch_wakeup_reconnects_total` | times the wake-up listener lost its connection |
+//! | `tasklatch_pruned_total{what}` | rows deleted by retention: `tasks`, `runs` ([`crate::retention`]) |
 //!
 //! No metric carries a task id, an owner, a thread or any text from a remote server: labels
 //! are fixed words, so the series count is bounded.
@@ -32,6 +33,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::time::Duration;
 use tasklatch_core::lease::{LeaseKind, Refusal};
+use tasklatch_core::store::Pruned;
 
 /// The `Content-Type` of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -66,6 +68,12 @@ pub struct OpLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
     reason: &'static str,
+}
+
+/// What retention deleted: `tasks` or `runs`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PrunedLabel {
+    what: &'static str,
 }
 
 /// A step of a delivery.
@@ -123,6 +131,7 @@ pub struct Metrics {
     passes: Counter,
     wakeups: Counter,
     reconnects: Counter,
+    pruned: Family<PrunedLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -155,6 +164,7 @@ impl Metrics {
             passes: Counter::default(),
             wakeups: Counter::default(),
             reconnects: Counter::default(),
+            pruned: Family::default(),
         };
         m.register();
         m
@@ -262,6 +272,11 @@ impl Metrics {
             "wakeup_reconnects",
             "Wake-up listener connections lost",
             self.reconnects.clone(),
+        );
+        r.register(
+            "pruned",
+            "Rows deleted by retention: finished tasks and their ended runs",
+            self.pruned.clone(),
         );
     }
 
@@ -391,6 +406,16 @@ impl Metrics {
     /// The wake-up listener lost its connection.
     pub fn reconnect(&self) {
         self.reconnects.inc();
+    }
+
+    /// Retention deleted these rows.
+    pub fn pruned(&self, p: Pruned) {
+        self.pruned
+            .get_or_create(&PrunedLabel { what: "tasks" })
+            .inc_by(p.tasks);
+        self.pruned
+            .get_or_create(&PrunedLabel { what: "runs" })
+            .inc_by(p.runs);
     }
 }
 

@@ -11,7 +11,7 @@ use tasklatch_core::policy::bounded;
 use tasklatch_core::ports::Clock;
 use tasklatch_core::status::{CancelStatus, NotifyStatus};
 use tasklatch_core::store::{
-    CancelOutcome, CancelTarget, RequeueOutcome, Scope, Store, StoreError,
+    CancelOutcome, CancelTarget, ListOrder, RequeueOutcome, Scope, Store, StoreError,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::text::{PublicTask, TaskDetail};
@@ -30,14 +30,14 @@ pub fn printable(text: &str) -> String {
 
 /// The caller's tasks in the thread, newest first, at most `limit`, one line each.
 pub async fn list(store: &impl Store, scope: &Scope, limit: usize) -> Result<String, StoreError> {
-    let rows = store.list_tasks(scope).await?;
+    let rows = store.list_tasks(scope, ListOrder::Newest, limit).await?;
     let mut out = String::new();
     let _ = writeln!(
         out,
         "{:<28}  {:<14}  {:<27}  {:<6}  NAME",
         "TASK", "STATUS", "UPDATED", "CANCEL"
     );
-    for row in rows.iter().take(limit) {
+    for row in &rows {
         let t = PublicTask::from_row(row);
         let cancel = if t.cancel_requested { "yes" } else { "-" };
         let _ = writeln!(

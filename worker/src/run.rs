@@ -22,6 +22,7 @@ use crate::ids::{worker_id, RandomIds};
 use crate::lane::{Heartbeat, Lane, LaneSummary};
 use crate::metered::Metered;
 use crate::metrics::Metrics;
+use crate::retention;
 use crate::schema::{self, SchemaState};
 use crate::shutdown::Signals;
 use crate::wakeup::{self, Waker};
@@ -60,7 +61,9 @@ pub enum StartError {
     System(String),
 }
 
-/// Connects a pool of `settings.database.pool_size` connections.
+/// Connects a pool of `settings.database.pool_size` connections, each started in the configured
+/// schema with the configured statement and lock timeouts (`settings.database.options` carry
+/// them).
 pub async fn connect(settings: &Settings) -> Result<PgPool, StartError> {
     let db = &settings.database;
     PgPoolOptions::new()
@@ -115,6 +118,19 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
         tasks.spawn(wakeup::listen(options, waker, m, stop_rx.clone()));
     }
     let (lanes, heartbeats) = spawn_lanes(&settings, &engines, &waker, &metrics, &stop_rx);
+    if let Some(r) = settings.retention.clone() {
+        let store = Metered::new(
+            PgStore::new(pool.clone(), settings.policy.clone()),
+            metrics.clone(),
+        );
+        tasks.spawn(retention::run(
+            store,
+            SystemClock,
+            r,
+            metrics.clone(),
+            stop_rx.clone(),
+        ));
+    }
     let health = Arc::new(Health::new(
         pool.clone(),
         heartbeats,

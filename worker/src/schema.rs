@@ -3,7 +3,9 @@
 //! `tasklatch migrate` is the way to create and update the schema; the worker never migrates
 //! by itself (two versions of the worker starting at once must not race to change it). It
 //! compares the migrations compiled into it (`tasklatch_pg::MIGRATOR`) with the ones recorded
-//! as applied in sqlx's `_sqlx_migrations` table, and refuses to start on a schema that is
+//! as applied in sqlx's `_sqlx_migrations` table of the configured schema (the pool's
+//! connections have it as their `search_path`, so the unqualified name means exactly that
+//! table, never a host application's), and refuses to start on a schema that is
 //! behind. A schema that is ahead (a newer worker migrated it) is reported; the worker runs, as
 //! migrations only ever add.
 
@@ -43,7 +45,7 @@ impl SchemaState {
             SchemaState::Current => "the database schema is current".into(),
             SchemaState::Behind { applied, known } => format!(
                 "the database schema is behind this worker ({applied} of {known} migrations \
-                 applied): run `tasklatch migrate --database-url …` first"
+                 applied): run `tasklatch migrate --database-url … --schema …` first"
             ),
             SchemaState::Ahead { unknown } => format!(
                 "the database schema has {unknown} migrations this worker does not know (a newer \

@@ -22,8 +22,8 @@
 //! The calling crate needs `tokio` (with the `macros` and `rt` features) among its
 //! dev-dependencies. A body that fails panics before `cleanup`, as a failing test does.
 //!
-//! - [`claims`], [`poll`], [`notify`], [`cancel`], [`release`], [`requeue`], [`views`]: the
-//!   store bodies.
+//! - [`claims`], [`poll`], [`notify`], [`cancel`], [`release`], [`requeue`], [`views`],
+//!   [`retention`]: the store bodies.
 //! - [`answer`]: answers to input requests.
 //! - [`ledger`]: the run ledger bodies.
 //! - [`support`]: the builders they share.
@@ -36,6 +36,7 @@ pub mod notify;
 pub mod poll;
 pub mod release;
 pub mod requeue;
+pub mod retention;
 pub mod support;
 pub mod views;
 
@@ -89,6 +90,7 @@ macro_rules! store_conformance {
             release::releases_of_each_kind,
             release::batch_outcomes_in_order_with_repeated_tasks,
             views::scoping_of_list_and_get,
+            views::list_stops_at_its_limit_in_either_order,
             views::insert_rejects_duplicates_and_invalid_rows,
             views::hostile_text_is_storable,
             views::overview_counts,
@@ -100,6 +102,8 @@ macro_rules! store_conformance {
             answer::answer_second_refused,
             answer::answer_stale_lease_refused,
             answer::answer_at_most_once,
+            retention::prune_deletes_only_settled_finished_rows,
+            retention::prune_in_bounded_batches_oldest_first,
         );
     };
 }

@@ -2,7 +2,7 @@
 
 use super::support::*;
 use crate::lease::LeaseKind;
-use crate::policy::MAX_NAME;
+use crate::policy::{MAX_LIST, MAX_NAME};
 use crate::status::{DeadLetterReason, NotifyStatus, RemoteStatus};
 use crate::store::*;
 use crate::transitions::outbox::NotifyAction;
@@ -25,7 +25,7 @@ pub async fn scoping_of_list_and_get<S: Store>(s: &S) {
         .await
         .unwrap();
     let listed: Vec<String> = s
-        .list_tasks(&alice())
+        .list_tasks(&alice(), ListOrder::Newest, MAX_LIST)
         .await
         .unwrap()
         .iter()
@@ -44,12 +44,53 @@ pub async fn scoping_of_list_and_get<S: Store>(s: &S) {
         owner: "eve".into(),
         thread: "th1".into(),
     };
-    assert!(s.list_tasks(&nobody).await.unwrap().is_empty());
+    assert!(s
+        .list_tasks(&nobody, ListOrder::Newest, MAX_LIST)
+        .await
+        .unwrap()
+        .is_empty());
     let got = s.get_task(&alice(), &"a1".into()).await.unwrap().unwrap();
     assert_eq!(
         got,
         submitted_in("a1", "alice", "th1", "x", t(1)),
         "round trip"
+    );
+}
+
+/// A listing stops at its limit, in either order: newest first (created, then id) or most
+/// recently updated first (remote update, then id); a limit above the bound is invalid.
+pub async fn list_stops_at_its_limit_in_either_order<S: Store>(s: &S) {
+    // (id, created, remote update): creation and update orders differ.
+    for (id, created, updated) in [("a", 1, 9), ("b", 2, 3), ("c", 3, 5), ("d", 3, 7)] {
+        let mut row = submitted_in(id, "alice", "th1", "x", t(created));
+        row.remote.updated_at = t(updated);
+        s.insert_task(row).await.unwrap();
+    }
+    let listed = |order, limit| async move {
+        s.list_tasks(&alice(), order, limit)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.id().0.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(listed(ListOrder::Newest, 3).await, ["c", "d", "b"]);
+    assert_eq!(
+        listed(ListOrder::Newest, MAX_LIST).await,
+        ["c", "d", "b", "a"]
+    );
+    assert_eq!(listed(ListOrder::RecentlyUpdated, 2).await, ["a", "d"]);
+    assert_eq!(
+        listed(ListOrder::RecentlyUpdated, MAX_LIST).await,
+        ["a", "d", "c", "b"]
+    );
+    assert!(listed(ListOrder::Newest, 0).await.is_empty());
+    let refused = s
+        .list_tasks(&alice(), ListOrder::Newest, MAX_LIST + 1)
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Invalid(_))),
+        "{refused:?}"
     );
 }
 

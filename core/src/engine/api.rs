@@ -5,10 +5,11 @@
 
 use super::Engine;
 use crate::ids::TaskId;
+use crate::policy::{MAX_CONTEXT_TASKS, MAX_LIST};
 use crate::ports::{Clock, Driver, Launcher};
 use crate::store::{
-    AnswerOutcome, AnswerRequest, CancelOutcome, CancelTarget, RequeueOutcome, Scope, Store,
-    StoreError,
+    AnswerOutcome, AnswerRequest, CancelOutcome, CancelTarget, ListOrder, RequeueOutcome, Scope,
+    Store, StoreError,
 };
 use crate::text::{context_projection, ContextEntry, PublicTask};
 
@@ -24,11 +25,12 @@ pub enum ApiError {
 }
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
-    /// The caller's tasks in this thread, newest first.
+    /// The caller's tasks in this thread, newest first: the first [`MAX_LIST`] (the bound of
+    /// one listing).
     pub async fn list(&self, scope: &Scope) -> Result<Vec<PublicTask>, ApiError> {
         Ok(self
             .store
-            .list_tasks(scope)
+            .list_tasks(scope, ListOrder::Newest, MAX_LIST)
             .await?
             .iter()
             .map(PublicTask::from_row)
@@ -75,8 +77,14 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .await?)
     }
 
-    /// The context given to each agent run: at most 20 tasks, four fields each.
+    /// The context given to each agent run: at most [`MAX_CONTEXT_TASKS`] tasks, four fields
+    /// each — and no more rows read than that (the most recently updated, as the projection
+    /// orders them).
     pub async fn context(&self, scope: &Scope) -> Result<Vec<ContextEntry>, ApiError> {
-        Ok(context_projection(&self.store.list_tasks(scope).await?))
+        let rows = self
+            .store
+            .list_tasks(scope, ListOrder::RecentlyUpdated, MAX_CONTEXT_TASKS)
+            .await?;
+        Ok(context_projection(&rows))
     }
 }

@@ -10,10 +10,12 @@
 //! - [`submit`]: the first row of a task (DOMAIN §7).
 //! - [`answer`]: answers to input requests, sent at most once.
 //! - [`guard`]: the write guards shared by every lease-guarded write (DOMAIN §5).
+//! - [`retention`]: which finished rows may be deleted.
 
 pub mod answer;
 pub mod cancel;
 pub mod guard;
 pub mod outbox;
 pub mod poll;
+pub mod retention;
 pub mod submit;

@@ -35,8 +35,8 @@ use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
-    ClaimRequest, Claimed, NotifyWrite, Overview, PollWrite, Release, RequeueOutcome, Scope, Store,
-    StoreError, WriteOutcome,
+    ClaimRequest, Claimed, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest, Pruned,
+    Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -686,6 +686,8 @@ struct StoreFaults {
 pub struct TestStore {
     mem: Arc<MemStore>,
     faults: Arc<Mutex<StoreFaults>>,
+    /// Per `list_tasks` call: the limit asked for and the rows returned.
+    listings: Arc<Mutex<Vec<(usize, usize)>>>,
 }
 
 impl TestStore {
@@ -693,7 +695,13 @@ impl TestStore {
         TestStore {
             mem: Arc::new(MemStore::new(policy)),
             faults: Arc::new(Mutex::new(StoreFaults::default())),
+            listings: Arc::new(Mutex::new(Vec::new())),
         }
+    }
+
+    /// Every `list_tasks` call so far: (limit asked for, rows returned).
+    pub fn listings(&self) -> Vec<(usize, usize)> {
+        lock(&self.listings).clone()
     }
 
     pub fn mem(&self) -> &MemStore {
@@ -812,8 +820,17 @@ impl Store for TestStore {
         self.mem.finish_answers(writes, now).await
     }
 
-    async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {
-        self.mem.list_tasks(scope).await
+    async fn list_tasks(
+        &self,
+        scope: &Scope,
+        order: ListOrder,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        let r = self.mem.list_tasks(scope, order, limit).await;
+        if let Ok(rows) = &r {
+            lock(&self.listings).push((limit, rows.len()));
+        }
+        r
     }
 
     async fn get_task(&self, scope: &Scope, id: &TaskId) -> Result<Option<TaskRow>, StoreError> {
@@ -838,6 +855,10 @@ impl Store for TestStore {
         now: Timestamp,
     ) -> Result<RequeueOutcome, StoreError> {
         self.mem.requeue_dead_letter(id, now).await
+    }
+
+    async fn prune_finished(&self, req: PruneRequest) -> Result<Pruned, StoreError> {
+        self.mem.prune_finished(req).await
     }
 }
 

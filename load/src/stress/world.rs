@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tasklatch_core::engine::{Engine, PassReport};
 use tasklatch_core::policy::Policy;
-use tasklatch_pg::{connect_named, migrate, PgLedger, PgStore};
+use tasklatch_pg::{connect_named, migrate, PgLedger, PgStore, SchemaName};
 use tokio::task::JoinHandle;
 
 /// The run's pools, one per role; chaos picks its victims among the store's and the ledger's
@@ -31,7 +31,7 @@ impl Pools {
         let pool = |max, name| connect_named(url, max, name);
         let connect = |e: sqlx::Error| err("connect")(e.to_string());
         let admin = pool(3, "tasklatch-admin").await.map_err(connect)?;
-        migrate(&admin)
+        migrate(&admin, &SchemaName::default())
             .await
             .map_err(|e| err("migrate")(e.to_string()))?;
         let store_max = u32::try_from(workers).unwrap_or(u32::MAX).saturating_add(4);

@@ -1,5 +1,6 @@
--- The caller's tasks in a thread, newest first (created desc, then id), whole.
--- $1 owner, $2 thread.
+-- The caller's tasks in a thread, newest first (created desc, then id), whole, at most $3:
+-- read in order from tasks_scope (owner, thread, created_at DESC, id), stopping at the limit.
+-- $1 owner, $2 thread, $3 limit.
 SELECT
     id, owner, thread, server, name, remote_task_id, driver_data, created_at,
     remote_status, remote_result, remote_result_truncated, remote_artifact, remote_error,
@@ -17,3 +18,4 @@ SELECT
 FROM tasks
 WHERE owner = $1 AND thread = $2
 ORDER BY created_at DESC, id
+LIMIT $3

@@ -143,8 +143,16 @@ impl Store for RpcStore {
         }
     }
 
-    async fn list_tasks(&self, scope: &Scope) -> Result<Vec<TaskRow>, StoreError> {
-        match self.call(StoreRequest::List(scope.clone())).await? {
+    async fn list_tasks(
+        &self,
+        scope: &Scope,
+        order: ListOrder,
+        limit: usize,
+    ) -> Result<Vec<TaskRow>, StoreError> {
+        match self
+            .call(StoreRequest::List(scope.clone(), order, limit))
+            .await?
+        {
             StoreResponse::Rows(r) => r,
             _ => mismatch(),
         }
@@ -188,6 +196,13 @@ impl Store for RpcStore {
             .await?
         {
             StoreResponse::Requeue(r) => r,
+            _ => mismatch(),
+        }
+    }
+
+    async fn prune_finished(&self, req: PruneRequest) -> Result<Pruned, StoreError> {
+        match self.call(StoreRequest::PruneFinished(req)).await? {
+            StoreResponse::Pruned(r) => r,
             _ => mismatch(),
         }
     }

@@ -30,7 +30,7 @@ pub enum StoreRequest {
     /// [`Store::finish_answers`].
     FinishAnswers(Vec<AnswerWrite>, Timestamp),
     /// [`Store::list_tasks`].
-    List(Scope),
+    List(Scope, ListOrder, usize),
     /// [`Store::get_task`].
     Get(Scope, TaskId),
     /// [`Store::admin_rows`].
@@ -39,6 +39,8 @@ pub enum StoreRequest {
     Overview,
     /// [`Store::requeue_dead_letter`].
     RequeueDeadLetter(TaskId, Timestamp),
+    /// [`Store::prune_finished`].
+    PruneFinished(PruneRequest),
 }
 
 /// A store call's answer.
@@ -62,6 +64,8 @@ pub enum StoreResponse {
     Overview(Result<Overview, StoreError>),
     /// Requeue.
     Requeue(Result<RequeueOutcome, StoreError>),
+    /// Prune.
+    Pruned(Result<Pruned, StoreError>),
 }
 
 /// A request with the name of the host that sent it.
@@ -99,7 +103,9 @@ pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
         StoreRequest::FinishAnswers(w, now) => {
             StoreResponse::Outcomes(store.finish_answers(w, now).await)
         }
-        StoreRequest::List(scope) => StoreResponse::Rows(store.list_tasks(&scope).await),
+        StoreRequest::List(scope, order, limit) => {
+            StoreResponse::Rows(store.list_tasks(&scope, order, limit).await)
+        }
         StoreRequest::Get(scope, id) => {
             StoreResponse::Row(store.get_task(&scope, &id).await.map(|r| r.map(Box::new)))
         }
@@ -110,5 +116,6 @@ pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
         StoreRequest::RequeueDeadLetter(id, now) => {
             StoreResponse::Requeue(store.requeue_dead_letter(&id, now).await)
         }
+        StoreRequest::PruneFinished(req) => StoreResponse::Pruned(store.prune_finished(req).await),
     }
 }

@@ -38,7 +38,7 @@ use tasklatch_core::engine::{Engine, SubmitCommand, SubmitError};
 use tasklatch_core::ids::{IdSource, TaskId};
 use tasklatch_core::ports::{Clock, Driver, Launcher};
 use tasklatch_core::store::{
-    AnswerOutcome, AnswerRequest, CancelOutcome, CancelTarget, Scope, Store, StoreError,
+    AnswerOutcome, AnswerRequest, CancelOutcome, CancelTarget, ListOrder, Scope, Store, StoreError,
 };
 use tasklatch_core::task::TaskRow;
 
@@ -50,8 +50,13 @@ pub trait TaskService: Send + Sync + 'static {
         ids: &dyn IdSource,
         cmd: SubmitCommand,
     ) -> impl Future<Output = Result<TaskId, SubmitError>> + Send;
-    /// The caller's tasks in the thread, newest first.
-    fn rows(&self, scope: &Scope) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
+    /// The caller's tasks in the thread, newest first, at most `limit` (the store reads no
+    /// more).
+    fn rows(
+        &self,
+        scope: &Scope,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send;
     /// One of the caller's tasks.
     fn row(
         &self,
@@ -87,8 +92,12 @@ where
         Engine::submit(self, ids, cmd)
     }
 
-    fn rows(&self, scope: &Scope) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send {
-        self.store().list_tasks(scope)
+    fn rows(
+        &self,
+        scope: &Scope,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<TaskRow>, StoreError>> + Send {
+        self.store().list_tasks(scope, ListOrder::Newest, limit)
     }
 
     fn row(

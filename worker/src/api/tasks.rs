@@ -15,15 +15,15 @@ use axum::Json;
 use serde::Deserialize;
 use tasklatch_core::engine::{SubmitCommand, SubmitError};
 use tasklatch_core::ids::{ServerId, TaskId, ThreadId};
-use tasklatch_core::policy::{MAX_ID, MAX_NAME};
+use tasklatch_core::policy::{DEFAULT_LIST, MAX_ID, MAX_LIST, MAX_NAME};
 use tasklatch_core::store::{CancelOutcome, CancelTarget, Scope};
 use tasklatch_core::text::{neutralise, PublicTask, TaskDetail};
 use utoipa::IntoParams;
 
 /// Tasks listed when no limit is given.
-const DEFAULT_LIMIT: usize = 20;
-/// Tasks listed at most.
-const MAX_LIMIT: usize = 100;
+const DEFAULT_LIMIT: usize = DEFAULT_LIST;
+/// Tasks listed at most (the store's bound of one listing).
+const MAX_LIMIT: usize = MAX_LIST;
 
 /// The list's query.
 #[derive(Deserialize, IntoParams)]
@@ -179,12 +179,11 @@ pub async fn list<T: TaskService>(
     }
     let rows = st
         .tasks
-        .rows(&scope)
+        .rows(&scope, limit)
         .await
         .map_err(|_| ApiError::unavailable())?;
     let tasks = rows
         .iter()
-        .take(limit)
         .map(|r| Task::from(PublicTask::from_row(r)))
         .collect();
     Ok(Json(TaskList { tasks }))

@@ -22,6 +22,9 @@ pub struct FileConfig {
     /// The HTTP listener.
     #[serde(default)]
     pub http: HttpSection,
+    /// Deleting finished, settled tasks after an age.
+    #[serde(default)]
+    pub retention: RetentionSection,
     /// Who may call the API, and as which owner.
     pub auth: AuthSection,
     /// The MCP servers, by the id tasks name them with.
@@ -43,6 +46,31 @@ pub struct DatabaseSection {
     /// How long to wait for a connection, in milliseconds.
     #[serde(default = "default_connect_timeout_ms")]
     pub connect_timeout_ms: u64,
+    /// The schema tasklatch's tables, functions and migration history live in.
+    #[serde(default = "default_schema")]
+    pub schema: String,
+    /// `statement_timeout` of every pooled connection, in milliseconds.
+    #[serde(default = "default_statement_timeout_ms")]
+    pub statement_timeout_ms: u64,
+    /// `lock_timeout` of every pooled connection, in milliseconds (at most the statement timeout).
+    #[serde(default = "default_lock_timeout_ms")]
+    pub lock_timeout_ms: u64,
+}
+
+fn default_schema() -> String {
+    tasklatch_pg::DEFAULT_SCHEMA.to_owned()
+}
+
+fn default_statement_timeout_ms() -> u64 {
+    millis(tasklatch_pg::DEFAULT_STATEMENT_TIMEOUT)
+}
+
+fn default_lock_timeout_ms() -> u64 {
+    millis(tasklatch_pg::DEFAULT_LOCK_TIMEOUT)
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn default_pool_size() -> u32 {
@@ -121,6 +149,29 @@ impl Default for EngineSection {
             max_retry_backoff_ms: ms(p.max_retry_backoff),
             release_backoff_ms: ms(p.release_backoff),
             min_lease_left_ms: ms(p.min_lease_left),
+        }
+    }
+}
+
+/// `[retention]`: off unless `after_hours` is set.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSection {
+    /// Finished tasks whose every notification is settled are deleted this many hours after
+    /// their last remote change, with their ended runs; 0 (the default) keeps every task.
+    pub after_hours: u64,
+    /// How often the retention loop runs, in milliseconds.
+    pub interval_ms: u64,
+    /// Tasks deleted per statement (one short transaction each).
+    pub batch_size: usize,
+}
+
+impl Default for RetentionSection {
+    fn default() -> Self {
+        RetentionSection {
+            after_hours: 0,
+            interval_ms: 60_000,
+            batch_size: 500,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The worker's configuration file (TOML), as an operator writes it.
 //!
 //! `tasklatch.example.toml` at the repository root documents every field. Sections:
-//! `[database]`, `[loops]`, `[engine]`, `[http]`, `[auth]`, `[servers.<id>]` (the MCP servers,
+//! `[database]`, `[loops]`, `[engine]`, `[http]`, `[retention]`, `[auth]`, `[servers.<id>]` (the MCP servers,
 //! `tasklatch_mcp::ServerConfig`) and `[agent_server]` (`tasklatch_agent_server`). Unknown
 //! fields are refused everywhere, so a typo is an error rather than a silently ignored setting.
 //!
@@ -12,9 +12,10 @@ mod file;
 mod load;
 mod settings;
 
+pub use crate::retention::Retention;
 pub use file::{
     AuthMode, AuthSection, DatabaseSection, EngineSection, FileConfig, HttpSection, LoopsSection,
-    TokenEntry,
+    RetentionSection, TokenEntry,
 };
 pub use load::{load, parse, ConfigError, DATABASE_URL_ENV, ENV_PREFIX};
 pub use settings::{shortest_lease, valid_id, Auth, DatabaseSettings, Settings};

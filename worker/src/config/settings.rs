@@ -5,8 +5,9 @@
 //! launcher's call timeout must be below `min_lease_left`, itself below every lease), a pool
 //! too small for the lanes, an empty or malformed token list. Errors name the field.
 
-use super::file::{AuthMode, EngineSection, FileConfig, LoopsSection};
+use super::file::{AuthMode, EngineSection, FileConfig, LoopsSection, RetentionSection};
 use super::load::ConfigError;
+use crate::retention::Retention;
 use sqlx::postgres::PgConnectOptions;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -16,6 +17,7 @@ use tasklatch_agent_server::AgentServerConfig;
 use tasklatch_core::ids::OwnerId;
 use tasklatch_core::policy::{Policy, MAX_BATCH, MAX_ID};
 use tasklatch_mcp::McpConfig;
+use tasklatch_pg::{SchemaName, SessionSettings};
 
 /// Lanes per process, at most.
 pub const MAX_LANES: usize = 16;
@@ -27,14 +29,19 @@ const TICK_RANGE_MS: (u64, u64) = (10, 60_000);
 const BODY_RANGE: (usize, usize) = (1 << 10, 1 << 20);
 /// The longest timing accepted anywhere (one day).
 const MAX_TIMING_MS: u64 = 24 * 60 * 60 * 1_000;
+/// The longest retention age accepted (ten years).
+const MAX_RETENTION_HOURS: u64 = 10 * 366 * 24;
 /// API tokens, at most.
 const MAX_TOKENS: usize = 10_000;
 
 /// The database connection. No `Debug`: the options hold the password.
 #[derive(Clone)]
 pub struct DatabaseSettings {
-    /// Where to connect (parsed from the secret URL).
+    /// Where to connect (parsed from the secret URL), with [`DatabaseSettings::session`]
+    /// applied: every connection made with them starts in the schema, with the timeouts.
     pub options: PgConnectOptions,
+    /// The schema and the statement and lock timeouts.
+    pub session: SessionSettings,
     /// Connections in the pool.
     pub pool_size: u32,
     /// How long to wait for a connection.
@@ -67,6 +74,8 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// The largest request body accepted.
     pub max_body_bytes: usize,
+    /// The retention loop, if switched on.
+    pub retention: Option<Retention>,
     /// API authentication.
     pub auth: Auth,
     /// The MCP servers (validated).
@@ -95,6 +104,7 @@ impl Settings {
             BODY_RANGE.0,
             BODY_RANGE.1,
         )?;
+        let retention = retention_of(&file.retention)?;
         let mcp = mcp_of(&file, &policy)?;
         agent_server_fits(&file.agent_server, &policy)?;
         Ok(Settings {
@@ -105,11 +115,32 @@ impl Settings {
             policy,
             listen,
             max_body_bytes,
+            retention,
             auth: auth_of(&file)?,
             mcp,
             agent_server: file.agent_server,
         })
     }
+}
+
+/// The retention loop from `[retention]`: `None` when `after_hours` is 0.
+fn retention_of(r: &RetentionSection) -> Result<Option<Retention>, ConfigError> {
+    if r.after_hours == 0 {
+        return Ok(None);
+    }
+    let hours = in_range(
+        "retention.after_hours",
+        r.after_hours,
+        1,
+        MAX_RETENTION_HOURS,
+    )?;
+    let every = in_range("retention.interval_ms", r.interval_ms, 1_000, MAX_TIMING_MS)?;
+    let batch = in_range("retention.batch_size", r.batch_size, 1, MAX_BATCH)?;
+    Ok(Some(Retention {
+        after: Duration::from_secs(hours * 3_600),
+        every: Duration::from_millis(every),
+        batch,
+    }))
 }
 
 fn database_of(file: &FileConfig, lanes: usize) -> Result<DatabaseSettings, ConfigError> {
@@ -137,8 +168,36 @@ fn database_of(file: &FileConfig, lanes: usize) -> Result<DatabaseSettings, Conf
         1,
         MAX_TIMING_MS,
     )?);
+    let schema = SchemaName::new(&file.database.schema)
+        .map_err(|e| ConfigError::new("database.schema", e.to_string()))?;
+    let statement_timeout = Duration::from_millis(in_range(
+        "database.statement_timeout_ms",
+        file.database.statement_timeout_ms,
+        1,
+        MAX_TIMING_MS,
+    )?);
+    let lock_timeout = Duration::from_millis(
+        in_range(
+            "database.lock_timeout_ms",
+            file.database.lock_timeout_ms,
+            1,
+            file.database.statement_timeout_ms,
+        )
+        .map_err(|e| {
+            ConfigError::new(
+                e.place,
+                format!("{} (at most database.statement_timeout_ms)", e.reason),
+            )
+        })?,
+    );
+    let session = SessionSettings {
+        schema,
+        statement_timeout,
+        lock_timeout,
+    };
     Ok(DatabaseSettings {
-        options,
+        options: session.apply(options),
+        session,
         pool_size,
         connect_timeout,
     })
@@ -387,6 +446,31 @@ mod tests {
             e.contains("database.pool_size") && e.contains("lanes + 2"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn schema_timeouts_and_retention_are_checked() {
+        let s = check(BASE).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.database.session, SessionSettings::default());
+        assert_eq!(s.retention, None, "retention is off by default");
+        let custom = BASE.replace(
+            "[database]",
+            "[retention]\nafter_hours = 48\n[database]\nschema = \"app_tl\"\nlock_timeout_ms = 200",
+        );
+        let s = check(&custom).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.database.session.schema.as_str(), "app_tl");
+        assert_eq!(s.database.session.lock_timeout, Duration::from_millis(200));
+        let r = s.retention.unwrap_or_else(|| panic!("retention on"));
+        assert_eq!(r.after, Duration::from_secs(48 * 3_600));
+        for (field, bad) in [
+            ("database.schema", "schema = \"Public; DROP\""),
+            ("database.lock_timeout_ms", "lock_timeout_ms = 40000"),
+            ("database.statement_timeout_ms", "statement_timeout_ms = 0"),
+        ] {
+            let text = BASE.replace("[database]", &format!("[database]\n{bad}"));
+            let e = check(&text).err().unwrap_or_default();
+            assert!(e.contains(field) && !e.contains("DROP"), "{e}");
+        }
     }
 
     #[test]
