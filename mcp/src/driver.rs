@@ -35,6 +35,12 @@ struct Inner {
 }
 
 impl McpDriver {
+    /// Closes the open extension clients, each within `within` (call once no call is in
+    /// flight, before the runtime stops); a later call opens them again.
+    pub async fn close(&self, within: std::time::Duration) {
+        self.inner.connections.close_all(within).await;
+    }
+
     /// A driver for the servers of `config` (validated here).
     pub fn new(config: McpConfig) -> Result<Self, ConfigError> {
         config.validate()?;

@@ -88,6 +88,9 @@ pub async fn check_schema(pool: &PgPool) -> Result<(), StartError> {
     Ok(())
 }
 
+/// How long the MCP clients get to close their transports at stop.
+const CLOSE_CLIENTS_WITHIN: Duration = Duration::from_secs(1);
+
 /// Runs the worker until a signal stops it.
 pub async fn run(settings: Settings) -> Result<(), StartError> {
     let mut signals =
@@ -95,7 +98,9 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
     let pool = connect(&settings).await?;
     check_schema(&pool).await?;
     let metrics = Arc::new(Metrics::new());
-    let engines = engines(&settings, &pool, &metrics)?;
+    let driver =
+        McpDriver::new(settings.mcp.clone()).map_err(|e| StartError::Config(e.to_string()))?;
+    let engines = engines(&settings, &pool, &metrics, &driver)?;
     AgentServerLauncher::new(&settings.agent_server)
         .map_err(|e| StartError::Config(e.to_string()))?
         .check()
@@ -158,6 +163,7 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
     }
     let _ = stop_tx.send(true);
     stop(lanes, tasks, api_stop_tx, shortest_lease(&settings.policy)).await;
+    driver.close(CLOSE_CLIENTS_WITHIN).await;
     pool.close().await;
     Ok(())
 }
@@ -202,9 +208,8 @@ fn engines(
     settings: &Settings,
     pool: &PgPool,
     metrics: &Arc<Metrics>,
+    driver: &McpDriver,
 ) -> Result<Vec<Arc<WorkerEngine>>, StartError> {
-    let driver =
-        McpDriver::new(settings.mcp.clone()).map_err(|e| StartError::Config(e.to_string()))?;
     (0..settings.lanes)
         .map(|i| {
             let launcher = AgentServerLauncher::new(&settings.agent_server)

@@ -63,6 +63,18 @@ impl Connections {
         Ok(conn)
     }
 
+    /// Closes every open client, each within `within`, so its transport ends while the runtime
+    /// still runs (a client dropped by a runtime shutting down logs an error from rmcp). A
+    /// client still held by a call in flight is only dropped.
+    pub(crate) async fn close_all(&self, within: std::time::Duration) {
+        let open = std::mem::take(&mut *self.open.lock().await);
+        for conn in open.into_values() {
+            if let Ok(mut conn) = Arc::try_unwrap(conn) {
+                let _ = conn.close_with_timeout(within).await;
+            }
+        }
+    }
+
     /// Forgets the server's client (its transport failed); the next call opens a new one.
     pub(crate) async fn drop_client(&self, server: &Server) {
         self.open.lock().await.remove(&server.id);
