@@ -66,6 +66,7 @@ fn answer_action_name(a: &AnswerAction) -> &'static str {
 fn cancel_action_name(a: &CancelAction) -> &'static str {
     match a {
         CancelAction::Finished(_) => "cancel_finished",
+        CancelAction::Acknowledged(_) => "cancel_acknowledged",
         CancelAction::Failed(_) => "cancel_failed",
         CancelAction::BudgetExhausted => "cancel_budget_exhausted",
     }
