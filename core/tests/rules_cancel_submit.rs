@@ -357,7 +357,8 @@ async fn a_remote_cancel_that_leaves_the_task_running_is_acknowledged_and_polled
         .submit(&e, "build", "rt-1", Some(report("rt-1", "working")))
         .await;
     w.driver.on_cancel("rt-1", [Ok(report("rt-1", "working"))]);
-    w.driver.on_status("rt-1", [Ok(report("rt-1", "cancelled"))]);
+    w.driver
+        .on_status("rt-1", [Ok(report("rt-1", "cancelled"))]);
     e.cancel(&scope(), &by_id(id.as_str())).await.unwrap();
     e.run_once().await;
     let row = w.row(&id).await;
