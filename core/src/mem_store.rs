@@ -66,12 +66,16 @@ fn due_at(kind: LeaseKind, row: &TaskRow) -> Option<Timestamp> {
     }
 }
 
-/// Whether loop `kind` may claim `row` at `now` (DOMAIN §3, §4, §6).
+/// Whether loop `kind` may claim `row` at `now` (DOMAIN §3, §4, §6). Polling stands still only
+/// while cancel work is in progress: a task whose cancel was acknowledged or dead-lettered is
+/// polled again until it is terminal.
 pub fn claimable(kind: LeaseKind, row: &TaskRow, now: Timestamp) -> bool {
     match kind {
         LeaseKind::Poll => {
             row.remote.status.is_pollable()
-                && row.cancel.requested_at.is_none()
+                && !cancel::in_progress(row)
+                && !(mutation::active(Mutant::PollClaimSkipsCancelRequested)
+                    && row.cancel.requested_at.is_some())
                 && row.poll.next_poll_at.is_some_and(|t| t <= now)
                 && Lease::is_free(row.poll.lease.as_ref(), now)
         }

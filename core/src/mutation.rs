@@ -52,11 +52,14 @@ pub enum Mutant {
     AnswerRecordedWhenNotAsked,
     /// The in-memory store records an answer from anyone in the task's thread (owner unchecked).
     AnswerOwnerNotChecked,
+    /// The in-memory poll claim skips every task with a cancel requested, also after the cancel
+    /// was acknowledged or dead-lettered (the task is left unwatched).
+    PollClaimSkipsCancelRequested,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 19] = [
+    pub const ALL: [Mutant; 20] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -76,6 +79,7 @@ impl Mutant {
         Mutant::AnswerResentWhenUnconfirmed,
         Mutant::AnswerRecordedWhenNotAsked,
         Mutant::AnswerOwnerNotChecked,
+        Mutant::PollClaimSkipsCancelRequested,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -104,6 +108,7 @@ impl Mutant {
             Mutant::AnswerResentWhenUnconfirmed => "answer-resent-when-unconfirmed",
             Mutant::AnswerRecordedWhenNotAsked => "answer-recorded-when-not-asked",
             Mutant::AnswerOwnerNotChecked => "answer-owner-not-checked",
+            Mutant::PollClaimSkipsCancelRequested => "poll-claim-skips-cancel-requested",
         }
     }
 

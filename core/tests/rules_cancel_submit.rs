@@ -350,33 +350,30 @@ async fn a_remote_cancel_that_finds_the_task_finished_applies_that_terminal_stat
 }
 
 #[tokio::test]
-async fn a_remote_cancel_that_leaves_the_task_running_is_counted_and_retried() {
+async fn a_remote_cancel_that_leaves_the_task_running_is_acknowledged_and_polled() {
     let w = World::with_thread().await;
     let e = w.engine("w1");
     let id = w
         .submit(&e, "build", "rt-1", Some(report("rt-1", "working")))
         .await;
-    w.driver.on_cancel(
-        "rt-1",
-        [
-            Ok(report("rt-1", "working")),
-            Ok(report("rt-1", "cancelled")),
-        ],
-    );
+    w.driver.on_cancel("rt-1", [Ok(report("rt-1", "working"))]);
+    w.driver
+        .on_status("rt-1", [Ok(report("rt-1", "cancelled"))]);
     e.cancel(&scope(), &by_id(id.as_str())).await.unwrap();
     e.run_once().await;
     let row = w.row(&id).await;
     assert_eq!(
-        (row.cancel.status, row.cancel.failures),
-        (CancelStatus::Requested, 1)
+        (row.cancel.status, row.cancel.failures, row.cancel.due_at),
+        (CancelStatus::Done, 0, None),
+        "an acknowledgement is not a failure and is not retried"
     );
     assert_eq!(row.remote.status, RemoteStatus::Working);
-    let due = row.cancel.due_at.expect("retried");
-    assert_eq!(due, w.now().plus(policy().retry_delay(1)));
+    let due = row.poll.next_poll_at.expect("polling resumes");
+    assert_eq!(due, w.now().plus(policy().poll_interval));
     w.clock.set(due);
     e.run_once().await;
     assert_eq!(w.row(&id).await.remote.status, RemoteStatus::Cancelled);
-    assert_eq!(w.driver.cancel_calls("rt-1"), 2);
+    assert_eq!(w.driver.cancel_calls("rt-1"), 1);
 }
 
 // ------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ use tasklatch_core::policy::{
 use tasklatch_core::ports::DriverError;
 use tasklatch_core::remote::{ErrorClass, PollError};
 use tasklatch_core::snapshot::{validate, ProtocolError, RemoteReport};
-use tasklatch_core::status::{NotifyStatus, RemoteStatus};
+use tasklatch_core::status::{CancelStatus, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::{ClaimRequest, PollWrite, Store, StoreError};
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::text::PublicTask;
@@ -510,13 +510,25 @@ fn poll_guard_refuses_a_result_completed_after_the_lease_expired() {
 }
 
 #[test]
-fn poll_guard_refuses_once_a_cancel_was_requested() {
+fn poll_guard_refuses_while_cancel_work_is_in_progress() {
     let mut row = leased_row(2, 60);
     row.cancel.requested_at = Some(at(5));
+    row.cancel.status = CancelStatus::Requested;
+    row.cancel.due_at = Some(at(5));
     assert_eq!(
         guard::poll_apply(&row, &lease("w1", 2, at(60)), at(1)),
         Err(Refusal::CancelRequested)
     );
+    // Once the cancel work ended without a terminal snapshot (acknowledged or dead-lettered),
+    // a poll claimed afterwards applies (ending it cleared every earlier poll lease).
+    for ended in [CancelStatus::Done, CancelStatus::DeadLetter] {
+        row.cancel.status = ended;
+        row.cancel.due_at = None;
+        assert_eq!(
+            guard::poll_apply(&row, &lease("w1", 2, at(60)), at(1)),
+            Ok(())
+        );
+    }
 }
 
 #[test]

@@ -614,6 +614,11 @@ impl Store for PgStore {
                         errors.push(None);
                         u.push(Some(update));
                     }
+                    CancelAction::Acknowledged(update) => {
+                        kinds.push("acknowledged");
+                        errors.push(None);
+                        u.push(Some(update));
+                    }
                     CancelAction::Failed(e) => {
                         kinds.push("failed");
                         errors.push(Some(stored_error(e)));

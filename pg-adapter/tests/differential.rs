@@ -89,6 +89,7 @@ enum NotifyPick {
 #[derive(Clone, Debug)]
 enum CancelPick {
     Finished { status: usize, text: String },
+    Acknowledged { status: usize, text: String },
     Failed(String),
     Budget,
 }
@@ -267,6 +268,7 @@ fn notify_pick() -> impl Strategy<Value = NotifyPick> {
 fn cancel_pick() -> impl Strategy<Value = CancelPick> {
     prop_oneof![
         3 => (status(), text()).prop_map(|(status, text)| CancelPick::Finished { status, text }),
+        2 => (status(), text()).prop_map(|(status, text)| CancelPick::Acknowledged { status, text }),
         2 => error_text().prop_map(CancelPick::Failed),
         2 => Just(CancelPick::Budget),
     ]
@@ -473,6 +475,9 @@ fn cancel_action(c: &Claimed, pick: &CancelPick, at: Timestamp) -> CancelAction 
             at,
             &policy(),
         ))),
+        CancelPick::Acknowledged { status, text } => CancelAction::Acknowledged(Box::new(
+            poll::on_report(&c.row, Ok(observed(STATUSES[*status], text)), at, &policy()),
+        )),
         CancelPick::Failed(e) => CancelAction::Failed(e.clone()),
         CancelPick::Budget => CancelAction::BudgetExhausted,
     }

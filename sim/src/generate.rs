@@ -96,7 +96,7 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         .copied()
         .filter(|_| rng.random_bool(0.5))
         .collect();
-    let tasks = tasks(&mut rng, task_count, owners, &hostile);
+    let mut tasks = tasks(&mut rng, task_count, owners, &hostile);
     let mut user = user_actions(&mut rng, &tasks, owners);
     let mut faults = Vec::new();
     for family in families {
@@ -112,6 +112,10 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     // Answers too: seeds whose scripts ask nothing keep every other part of their plan.
     let mut answering = ChaCha8Rng::seed_from_u64(seed ^ ANSWER_STREAM);
     user.extend(answers(&mut answering, &tasks, owners));
+    // And the servers' ways of answering cancels, with the late cancels that meet a legacy
+    // server's "already terminal".
+    let mut cancelling = ChaCha8Rng::seed_from_u64(seed ^ CANCEL_STREAM);
+    user.extend(cancel_styles(&mut cancelling, &mut tasks));
     Plan {
         seed,
         workers,
@@ -132,6 +136,49 @@ const OPERATOR_STREAM: u64 = 0x0072_6571_7565_7565;
 
 /// Mixed into the seed for the users' answers ("answers" in ASCII).
 const ANSWER_STREAM: u64 = 0x0061_6e73_7765_7273;
+
+/// Mixed into the seed for the servers' cancel styles ("cancels" in ASCII).
+const CANCEL_STREAM: u64 = 0x0063_616e_6365_6c73;
+
+/// How each task's server answers a cancel: most at once, some acknowledge (the task is
+/// cancelled seconds later), some are legacy servers that reject a cancel of a finished task.
+/// On most seeds a user cancels a legacy-server task just after its script ended — before the
+/// engine polled it — so the cancel meets "already terminal" until its budget is spent.
+fn cancel_styles(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<UserAction> {
+    let mut out = Vec::new();
+    for t in tasks.iter_mut() {
+        t.cancel_style = match rng.random_range(0..10u32) {
+            0..=4 => CancelStyle::Immediate,
+            5..=7 => CancelStyle::Acknowledged {
+                after_ms: rng.random_range(1_000..10_000),
+            },
+            _ => CancelStyle::RejectsWhenTerminal,
+        };
+    }
+    if !rng.random_bool(0.7) {
+        return out;
+    }
+    for t in tasks.iter_mut() {
+        let ended = t
+            .steps
+            .iter()
+            .find(|s| matches!(s.status, ScriptStatus::Completed | ScriptStatus::Failed));
+        let Some(ended) = ended else { continue };
+        let ended_at = t.submit_at_ms + ended.after_ms;
+        if ended_at + 2_000 >= LAST_MS || !rng.random_bool(0.5) {
+            continue;
+        }
+        t.cancel_style = CancelStyle::RejectsWhenTerminal;
+        out.push(UserAction::Cancel {
+            task: t.n,
+            at_ms: ended_at + rng.random_range(100..2_000),
+            repeats: rng.random_range(0..=2),
+            concurrent: false,
+            by_name: false,
+        });
+    }
+    out
+}
 
 /// Answers to the questions scripts ask: for most asking steps the owner answers, some time
 /// after the step begins — before the engine has seen the question, while it asks, or after
@@ -226,6 +273,7 @@ fn tasks(rng: &mut ChaCha8Rng, task_count: u32, owners: u32, hostile: &[&str]) -
                 .then(|| f64::from(rng.random_range(1..10u32))),
             steps: script(rng, budget, hostile),
             quirk: None,
+            cancel_style: CancelStyle::Immediate,
         });
     }
     plant_quirks(rng, &mut tasks);

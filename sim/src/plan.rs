@@ -49,6 +49,34 @@ pub struct TaskPlan {
     pub steps: Vec<Step>,
     /// A remote misbehaviour that starts at some point and never stops.
     pub quirk: Option<Quirk>,
+    /// How the server answers a cancel of this task (absent in older plans: at once).
+    #[serde(default, skip_serializing_if = "CancelStyle::is_immediate")]
+    pub cancel_style: CancelStyle,
+}
+
+/// How a remote server answers a cancel: the three ways real servers do (DOMAIN §6).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelStyle {
+    /// Cancelled at once; the answer is the terminal report (or the end the task reached first).
+    #[default]
+    Immediate,
+    /// The tasks extension: the answer is the current, non-terminal report (an acknowledgement);
+    /// the cancel takes effect `after_ms` later.
+    Acknowledged {
+        /// How long after the cancel call the task is cancelled.
+        after_ms: u64,
+    },
+    /// A legacy server: a cancel of a task that already ended is an error (-32602, "already
+    /// terminal"); a cancel of a running task is taken at once.
+    RejectsWhenTerminal,
+}
+
+impl CancelStyle {
+    /// Today's default behaviour (kept out of serialised plans).
+    pub fn is_immediate(&self) -> bool {
+        *self == CancelStyle::Immediate
+    }
 }
 
 /// One scripted remote status.

@@ -351,7 +351,9 @@ impl Driver {
 }
 
 /// Whether the run has settled: users are done, no run is active, and every stored task is
-/// quiet and agrees with the remote server (or is terminal, or its cancel was dead-lettered).
+/// quiet and agrees with the remote server (or is terminal). A task whose cancel was
+/// dead-lettered or only acknowledged is no exception: it must still be polled to the remote's
+/// true state, so a task left unwatched never settles (and the liveness deadline reports it).
 fn is_settled(
     ctx: &Ctx,
     backend: &Backend,
@@ -372,9 +374,7 @@ fn is_settled(
         if !row.is_quiet() {
             return false;
         }
-        if row.remote.status.is_terminal()
-            || row.cancel.status == tasklatch_core::status::CancelStatus::DeadLetter
-        {
+        if row.remote.status.is_terminal() {
             return true;
         }
         let Some(task) = mcp.task(row.identity.handle.remote_task_id.expose()) else {

@@ -157,13 +157,16 @@ impl<S> Metered<S> {
             CancelAction::Finished(_) => {
                 tracing::debug!(task = %w.task_id, applied = outcome.is_ok(), "remote cancel applied");
             }
+            CancelAction::Acknowledged(_) => {
+                tracing::debug!(task = %w.task_id, applied = outcome.is_ok(), "remote cancel acknowledged: polling resumes");
+            }
             CancelAction::Failed(e) => {
                 self.metrics.cancel_failed();
                 tracing::warn!(task = %w.task_id, error = ?shown(e), "remote cancel failed");
             }
             CancelAction::BudgetExhausted if outcome.is_ok() => {
                 self.metrics.dead_letter(DeadLetter::CancelBudget);
-                tracing::warn!(task = %w.task_id, "cancel budget spent: cancel dead letter");
+                tracing::warn!(task = %w.task_id, "cancel budget spent: cancel dead letter, polling resumes");
             }
             CancelAction::BudgetExhausted => {}
         }

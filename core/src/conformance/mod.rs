@@ -24,12 +24,14 @@
 //!
 //! - [`claims`], [`poll`], [`notify`], [`cancel`], [`release`], [`requeue`], [`views`],
 //!   [`retention`]: the store bodies.
+//! - [`cancel_watch`]: a cancel acknowledged or dead-lettered leaves its task watched.
 //! - [`answer`]: answers to input requests.
 //! - [`ledger`]: the run ledger bodies.
 //! - [`support`]: the builders they share.
 
 pub mod answer;
 pub mod cancel;
+pub mod cancel_watch;
 pub mod claims;
 pub mod ledger;
 pub mod notify;
@@ -87,6 +89,9 @@ macro_rules! store_conformance {
             cancel::cancel_claim_and_finish,
             cancel::cancel_failed_counts_and_budget_dead_letters,
             cancel::cancel_finished_on_terminal_task_keeps_state,
+            cancel_watch::cancel_acknowledged_is_polled_until_terminal,
+            cancel_watch::cancel_dead_letter_is_polled_until_end_delivered,
+            cancel_watch::cancel_ended_refuses_stale_poll,
             release::releases_of_each_kind,
             release::batch_outcomes_in_order_with_repeated_tasks,
             views::scoping_of_list_and_get,

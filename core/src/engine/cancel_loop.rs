@@ -1,5 +1,7 @@
 //! The cancel loop (DOMAIN §6): claim requested cancels, check the cancel budget, call the
-//! remote cancel, apply the terminal snapshot it returns (one normal notification follows).
+//! remote cancel, apply the terminal snapshot it returns (one normal notification follows) — or,
+//! when the server only acknowledges the cancel (a non-terminal report), apply that report and
+//! let polling learn the end.
 
 use super::{Engine, LoopReport};
 use crate::lease::LeaseKind;
@@ -60,15 +62,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let handle = &c.row.identity.handle;
         let answer = self.driver.cancel(&c.row.identity.server, handle).await;
         let at = self.clock.now();
-        let finished = |report| {
-            CancelAction::Finished(Box::new(poll::on_report(&c.row, report, at, &self.policy)))
-        };
+        let update = |report| Box::new(poll::on_report(&c.row, report, at, &self.policy));
+        let finished = |report| CancelAction::Finished(update(report));
         let action = match answer {
             Ok(report) => match snapshot::validate(&report, handle) {
                 Ok(obs) if obs.status.is_terminal() => finished(Ok(obs)),
-                Ok(obs) => {
-                    CancelAction::Failed(format!("remote cancel left the task {}", obs.status))
-                }
+                Ok(obs) => CancelAction::Acknowledged(update(Ok(obs))),
                 Err(protocol) => finished(Err(protocol)),
             },
             Err(DriverError::UnknownTask) => finished(Err(ProtocolError::UnknownTask)),

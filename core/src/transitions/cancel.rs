@@ -1,5 +1,10 @@
 //! Cancellation (DOMAIN §6): a request only records intent; the cancel loop does the work under
 //! its own lease and budget, and its terminal snapshot produces one normal notification.
+//!
+//! Cancel work ends three ways, and none leaves the task unwatched: a terminal snapshot (the
+//! task is done), an acknowledgement (the server took the cancel but the task ends later), or a
+//! spent budget (a visible cancel dead letter). After the last two the task is polled again
+//! until it is terminal, so its real end is still delivered.
 
 use crate::invariants::debug_check_row;
 use crate::lease::Lease;
@@ -24,11 +29,13 @@ pub enum RequestResult {
 }
 
 /// Records a cancel request at `now`. The first request sets `requested_at` and schedules the
-/// cancel work; from then on the poll lease is void: the poll guard
-/// ([`crate::transitions::guard::poll_apply`]) refuses every poll result once a cancel was
-/// requested, whenever that poll completed, and no new poll is claimed. That one check is the
-/// whole fence — a poll in flight during the request can never apply its result. Repeats change
-/// nothing — in particular they never disturb a cancel already in progress.
+/// cancel work; while that work is pending ([`in_progress`]) the poll lease is void: the poll
+/// guard ([`crate::transitions::guard::poll_apply`]) refuses every poll result, whenever that
+/// poll completed, and no new poll is claimed. When the cancel work ends without a terminal
+/// snapshot (acknowledged, or its budget spent) [`apply`] clears the poll lease, so a poll
+/// claimed before that moment is still refused (by the lease guard: its lease is gone) and only
+/// polls claimed afterwards apply. Repeats change nothing — in particular they never disturb a
+/// cancel already in progress, nor restart one that ended.
 pub fn request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
     let result = record_request(row, now);
     debug_check_row(row);
@@ -52,6 +59,12 @@ fn record_request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
     RequestResult::Requested
 }
 
+/// Whether cancel work is pending: requested and neither done nor dead-lettered. Exactly then
+/// polling stands still (no poll claim, no poll result applied).
+pub fn in_progress(row: &TaskRow) -> bool {
+    row.cancel.status == CancelStatus::Requested
+}
+
 /// Whether the cancel loop may claim the row at `now`.
 pub fn claimable(row: &TaskRow, now: Timestamp) -> bool {
     row.cancel.status == CancelStatus::Requested
@@ -65,14 +78,25 @@ pub enum CancelAction {
     /// The remote returned a terminal snapshot (cancelled, or completed/failed if it finished
     /// first), or a protocol error made the task `failed`.
     Finished(Box<PollUpdate>),
-    /// The remote cancel failed or left the task running: counted, retried after backoff.
+    /// The remote acknowledged the cancel with a non-terminal report (the tasks extension: the
+    /// task ends later). Not a failure: the cancel work is done, the report is applied like a
+    /// poll result, and polling resumes until the task is terminal.
+    Acknowledged(Box<PollUpdate>),
+    /// The remote cancel failed (unavailable, or rejected — e.g. a legacy server's "already
+    /// terminal" error): counted, retried after backoff.
     Failed(String),
     /// The cancel budget is spent (checked before the remote call): a visible cancel dead letter.
+    /// Polling resumes, so the task's real end is still learned and delivered.
     BudgetExhausted,
 }
 
 /// Applies a guarded cancel action and releases the cancel lease. Returns what the outbox did
-/// when a terminal snapshot was applied.
+/// when a snapshot was applied.
+///
+/// Every action that ends the cancel work (finished, acknowledged, budget spent) also clears
+/// the poll lease: polling resumes after an acknowledgement or a dead letter, and a poll
+/// claimed before this write — its result computed before the cancel settled — must never
+/// apply; with its lease gone the poll guard refuses it (and its release) as not held.
 pub fn apply(
     row: &mut TaskRow,
     action: CancelAction,
@@ -92,9 +116,8 @@ fn apply_action(
 ) -> Option<Recorded> {
     row.cancel.lease = None;
     match action {
-        CancelAction::Finished(update) => {
-            row.cancel.status = CancelStatus::Done;
-            row.cancel.due_at = None;
+        CancelAction::Finished(update) | CancelAction::Acknowledged(update) => {
+            end_work(row, CancelStatus::Done);
             if row.remote.status.is_terminal() {
                 return None;
             }
@@ -112,11 +135,17 @@ fn apply_action(
             None
         }
         CancelAction::BudgetExhausted => {
-            row.cancel.status = CancelStatus::DeadLetter;
-            row.cancel.due_at = None;
+            end_work(row, CancelStatus::DeadLetter);
             None
         }
     }
+}
+
+/// Ends the cancel work with `status` and clears the poll lease (the fence of [`apply`]).
+fn end_work(row: &mut TaskRow, status: CancelStatus) {
+    row.cancel.status = status;
+    row.cancel.due_at = None;
+    row.poll.lease = None;
 }
 
 /// Releases the cancel lease without a result; `error` counts a failure.

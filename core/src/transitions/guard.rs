@@ -6,10 +6,15 @@ use crate::task::TaskRow;
 use crate::time::Timestamp;
 
 /// A poll result may be applied only while the claim's lease is held and was unexpired when
-/// the remote call completed, no cancel was requested, and the task is not terminal (DOMAIN §4).
+/// the remote call completed, no cancel work is in progress, and the task is not terminal
+/// (DOMAIN §4, §6). A poll claimed before a cancel request is refused as long as the cancel
+/// work runs (cancel requested) and after it ended (lease not held: ending the cancel work
+/// clears the poll lease, see [`crate::transitions::cancel::apply`]).
 pub fn poll_apply(row: &TaskRow, lease: &Lease, completed_at: Timestamp) -> Result<(), Refusal> {
     check_lease(row.poll.lease.as_ref(), lease, completed_at)?;
-    if row.cancel.requested_at.is_some() && !mutation::active(Mutant::PollAppliedAfterCancel) {
+    if crate::transitions::cancel::in_progress(row)
+        && !mutation::active(Mutant::PollAppliedAfterCancel)
+    {
         return Err(Refusal::CancelRequested);
     }
     if row.remote.status.is_terminal() {

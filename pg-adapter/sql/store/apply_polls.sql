@@ -34,7 +34,7 @@ checked AS (
               OR locked.poll_lease_token <> batch.lease_token  -- guard: lease_token
             THEN 'lease_not_held'
             WHEN locked.poll_lease_expires_at <= batch.completed_at THEN 'lease_expired'  -- guard: lease_expiry
-            WHEN locked.cancel_requested_at IS NOT NULL THEN 'cancel_requested'  -- guard: cancel_requested
+            WHEN locked.cancel_status = 'requested' THEN 'cancel_requested'  -- guard: cancel_requested
             WHEN locked.remote_status IN ('completed', 'failed', 'cancelled') THEN 'terminal'
             ELSE NULL
         END AS refusal,
@@ -113,7 +113,7 @@ updated AS (
       AND task.poll_lease_owner = checked.lease_owner
       AND task.poll_lease_token = checked.lease_token  -- guard: lease_token
       AND task.poll_lease_expires_at > checked.completed_at  -- guard: lease_expiry
-      AND task.cancel_requested_at IS NULL  -- guard: cancel_requested
+      AND task.cancel_status <> 'requested'  -- guard: cancel_requested
       AND task.remote_status NOT IN ('completed', 'failed', 'cancelled')
     RETURNING checked.ord, task.event_version, task.notified_version, task.notify_status,
         task.fingerprint,

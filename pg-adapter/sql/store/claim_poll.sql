@@ -7,7 +7,7 @@
 WITH picked AS (
     SELECT id FROM tasks
     WHERE remote_status IN ('submitted', 'working', 'input_required')
-      AND cancel_requested_at IS NULL
+      AND cancel_status <> 'requested'
       AND poll_next_at <= $1
       AND (poll_lease_expires_at IS NULL OR poll_lease_expires_at <= $1)
     ORDER BY poll_next_at, id

@@ -1,9 +1,13 @@
 -- Finishes cancel steps (guard::cancel_write, then cancel::apply) and releases the cancel lease.
--- A 'finished' step applies the terminal snapshot the remote cancel returned, and records its
--- event, only if the task is not terminal yet. One statement for the batch; one outcome row per
--- write, in batch order: the refusal, or the outbox after the write.
--- $1 ids, $2 lease owners, $3 lease tokens, $4 actions ('finished', 'failed', 'budget'),
--- $5..$18 the snapshot of a 'finished' step as in apply_polls.sql (remote status, result,
+-- A 'finished' step applies the terminal snapshot the remote cancel returned, an 'acknowledged'
+-- step the non-terminal report of a cancel the server only acknowledged; either records its
+-- event, only if the task is not terminal yet. The steps that end the cancel work ('finished',
+-- 'acknowledged', 'budget') also clear the poll lease: polling resumes (the poll claim skips only
+-- cancel_status = 'requested'), and a poll claimed before this write is refused as not held.
+-- One statement for the batch; one outcome row per write, in batch order: the refusal, or the
+-- outbox after the write.
+-- $1 ids, $2 lease owners, $3 lease tokens, $4 actions ('finished', 'acknowledged', 'failed',
+-- 'budget'), $5..$18 the snapshot of a 'finished' or 'acknowledged' step as in apply_polls.sql (remote status, result,
 -- result truncated, artifact, error, input request, updated_at, observed_at, next poll,
 -- consecutive errors, error class, error message, event JSON, its fingerprint), $19 cancel
 -- errors (bounded), $20 now (the lease must be unexpired then), $21 due times
@@ -37,27 +41,27 @@ checked AS (
             WHEN locked.cancel_lease_expires_at <= $20 THEN 'lease_expired'  -- guard: lease_expiry
             ELSE NULL
         END AS refusal,
-        -- a finished cancel of a task that is not terminal yet: its snapshot applies
-        (batch.action = 'finished'
+        -- a finished or acknowledged cancel of a task that is not terminal yet: its snapshot applies
+        (batch.action IN ('finished', 'acknowledged')
             AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
             AS snapshot_applies,
         -- no event any more: the fingerprint is retired
-        (batch.action = 'finished'
+        (batch.action IN ('finished', 'acknowledged')
             AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
             AND batch.new_fingerprint IS NULL AS event_cleared,
         -- a new fingerprint: a new version
-        (batch.action = 'finished'
+        (batch.action IN ('finished', 'acknowledged')
             AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
             AND batch.new_fingerprint IS NOT NULL
             AND locked.fingerprint IS DISTINCT FROM batch.new_fingerprint AS event_changed,
         -- cleared while undelivered work waits and nothing is in flight: settle it, unsent
-        (batch.action = 'finished'
+        (batch.action IN ('finished', 'acknowledged')
             AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
             AND batch.new_fingerprint IS NULL
             AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry')
             AND locked.event_version > locked.notified_version AS undelivered_dropped,
         -- a new version while nothing is in flight: the channel (re)opens
-        (batch.action = 'finished'
+        (batch.action IN ('finished', 'acknowledged')
             AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
             AND batch.new_fingerprint IS NOT NULL
             AND locked.fingerprint IS DISTINCT FROM batch.new_fingerprint
@@ -72,10 +76,12 @@ updated AS (
         cancel_lease_expires_at = NULL,
         cancel_status = CASE checked.action
             WHEN 'finished' THEN 'done'
+            WHEN 'acknowledged' THEN 'done'
             WHEN 'budget' THEN 'dead_letter'
             ELSE task.cancel_status END,
         cancel_due_at = CASE checked.action
             WHEN 'finished' THEN NULL
+            WHEN 'acknowledged' THEN NULL
             WHEN 'budget' THEN NULL
             WHEN 'failed' THEN ($21::bigint[])[LEAST(task.cancel_failures + 1, 17) + 1]
             ELSE task.cancel_due_at END,
@@ -85,6 +91,13 @@ updated AS (
         cancel_last_error = CASE
             WHEN checked.action = 'failed' THEN checked.cancel_error
             ELSE task.cancel_last_error END,
+        -- the cancel work ended: the poll lease is cleared (a poll claimed before is fenced)
+        poll_lease_owner = CASE
+            WHEN checked.action = 'failed' THEN task.poll_lease_owner ELSE NULL END,
+        poll_lease_token = CASE
+            WHEN checked.action = 'failed' THEN task.poll_lease_token ELSE NULL END,
+        poll_lease_expires_at = CASE
+            WHEN checked.action = 'failed' THEN task.poll_lease_expires_at ELSE NULL END,
         -- the terminal snapshot, when it applies
         remote_status = CASE
             WHEN checked.snapshot_applies THEN checked.remote_status

@@ -1,7 +1,8 @@
 -- A cancel request in scope (transitions::cancel::request). The matching rows are locked; the
 -- row changes only for a single, non-terminal, not yet requested match: it gets
 -- cancel_requested_at = now and cancel work due now. The poll lease is left as it is: the poll
--- guard refuses every result once a cancel is requested. Returns the match count and, per match,
+-- guard refuses every result while the cancel work is in progress, and ending that work
+-- (finish_cancels.sql) clears the poll lease. Returns the match count and, per match,
 -- its id, status, whether a cancel was already requested and whether it was updated (one row
 -- with NULLs when nothing matched).
 -- $1 owner, $2 thread, $3 by name, $4 id (when not by name), $5 name (when by name), $6 now.

@@ -4,7 +4,6 @@ use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::history::{parse_key, Event, LaunchAnswer, RemoteOp};
 use crate::naming::task_label;
-use crate::wire::mcp::McpAnswer;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::policy::FAILURE_BUDGET;
 use tasklatch_core::ports::RunStatus;
@@ -92,20 +91,6 @@ fn failure_evidence(f: &Facts<'_>, task_id: &str, version: u64) -> usize {
     failed_runs + port_failures
 }
 
-/// Evidence that a task's cancel budget may have been spent: remote cancels that failed.
-fn cancel_failure_evidence(f: &Facts<'_>, remote_id: &str) -> usize {
-    let unanswered = f
-        .entries
-        .iter()
-        .filter(|e| matches!(&e.event, Event::PortRemote { remote_id: r, op: RemoteOp::Cancel, answered: false, .. } if r == remote_id))
-        .count();
-    let errors = f
-        .served(remote_id, RemoteOp::Cancel)
-        .filter(|(_, a)| matches!(a, McpAnswer::Unavailable(_)))
-        .count();
-    unanswered + errors
-}
-
 fn lost(f: &Facts<'_>, v: &mut Verdict) {
     for (&n, &task_id) in &f.task_ids {
         if !f.inserted.contains(task_id) {
@@ -120,10 +105,6 @@ fn lost(f: &Facts<'_>, v: &mut Verdict) {
             continue;
         }
         if f.thread_deleted(n) {
-            continue;
-        }
-        let remote_id = f.remote.get(&n).map_or("", |r| r.0);
-        if cancel_failure_evidence(f, remote_id) >= tasklatch_core::policy::CANCEL_BUDGET as usize {
             continue;
         }
         let port_versions = f.entries.iter().filter_map(|e| match &e.event {

@@ -1,5 +1,6 @@
 //! Fencing invariants, read from what the store answered and what worker ports did:
-//! no write from an expired or superseded lease, no poll result after a cancel request, never
+//! no write from an expired or superseded lease, no poll result while a cancel is in progress
+//! nor from a poll claimed before the cancel work ended, never
 //! two concurrent remote cancels of a task, no stale snapshot after a 409, no retry after a 404.
 
 use super::facts::Facts;
@@ -66,8 +67,17 @@ fn leases(f: &Facts<'_>, v: &mut Verdict) {
     }
 }
 
+/// No poll result applies while a task's cancel work is in progress, nor afterwards from a
+/// poll claimed before the cancel work ended. Polling resumes after a cancel the server only
+/// acknowledged or whose budget was spent: a poll result is allowed when its claim was granted
+/// after the store accepted the write that ended the cancel work (a cancel-lease write named
+/// `cancel_finished`, `cancel_acknowledged` or `cancel_budget_exhausted`), i.e. its token is
+/// above every poll token granted before that write.
 fn poll_after_cancel(f: &Facts<'_>, v: &mut Verdict) {
     let mut cancelled: BTreeSet<String> = BTreeSet::new();
+    let mut latest_poll: BTreeMap<String, u64> = BTreeMap::new();
+    // Per task whose cancel work ended: the newest poll token granted before it ended.
+    let mut ended: BTreeMap<String, u64> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
         match &e.event {
             Event::StoreCancel {
@@ -75,6 +85,28 @@ fn poll_after_cancel(f: &Facts<'_>, v: &mut Verdict) {
                 ..
             } => {
                 cancelled.insert(id.to_string());
+            }
+            Event::StoreClaim {
+                lease: LeaseKind::Poll,
+                grants,
+                ..
+            } => {
+                for g in grants {
+                    latest_poll.insert(g.task_id.clone(), g.token);
+                }
+            }
+            Event::StoreWrite {
+                lease: LeaseKind::Cancel,
+                rows,
+                ..
+            } => {
+                for r in rows
+                    .iter()
+                    .filter(|r| r.outcome.is_ok() && ends_cancel(&r.action))
+                {
+                    let floor = latest_poll.get(&r.task_id).copied().unwrap_or(0);
+                    ended.entry(r.task_id.clone()).or_insert(floor);
+                }
             }
             Event::StoreWrite {
                 lease: LeaseKind::Poll,
@@ -84,17 +116,25 @@ fn poll_after_cancel(f: &Facts<'_>, v: &mut Verdict) {
                 for r in rows.iter().filter(|r| {
                     r.outcome.is_ok() && r.action == "apply_poll" && cancelled.contains(&r.task_id)
                 }) {
-                    v.push(
-                        Invariant::Fenced,
-                        f.label(&r.task_id),
-                        Some(i),
-                        "a poll result was applied after a cancel request",
-                    );
+                    let what = match ended.get(&r.task_id) {
+                        Some(floor) if r.token > *floor => continue,
+                        Some(_) => "a poll claimed before its cancel work ended applied its result",
+                        None => "a poll result was applied while a cancel was in progress",
+                    };
+                    v.push(Invariant::Fenced, f.label(&r.task_id), Some(i), what);
                 }
             }
             _ => {}
         }
     }
+}
+
+/// Whether a cancel-lease write of this action ends the cancel work.
+fn ends_cancel(action: &str) -> bool {
+    matches!(
+        action,
+        "cancel_finished" | "cancel_acknowledged" | "cancel_budget_exhausted"
+    )
 }
 
 fn concurrent_cancels(f: &Facts<'_>, v: &mut Verdict) {

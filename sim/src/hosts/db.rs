@@ -66,6 +66,7 @@ fn answer_action_name(a: &AnswerAction) -> &'static str {
 fn cancel_action_name(a: &CancelAction) -> &'static str {
     match a {
         CancelAction::Finished(_) => "cancel_finished",
+        CancelAction::Acknowledged(_) => "cancel_acknowledged",
         CancelAction::Failed(_) => "cancel_failed",
         CancelAction::BudgetExhausted => "cancel_budget_exhausted",
     }
@@ -96,6 +97,11 @@ fn record(ctx: &Ctx, env: &Envelope<StoreRequest>, answer: &StoreResponse, dropp
     let h = &ctx.history;
     if let StoreResponse::Outcomes(Ok(o)) = answer {
         if let Some((lease, rows)) = written(&env.body, o) {
+            for r in rows.iter().filter(|r| r.outcome.is_ok()) {
+                if r.action == "cancel_budget_exhausted" {
+                    ctx.exercised("cancel_dead_letter", "db", h.label_of(&r.task_id));
+                }
+            }
             h.record(
                 "db",
                 None,

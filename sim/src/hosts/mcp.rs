@@ -12,7 +12,7 @@ use crate::ctx::{now_ms, Ctx};
 use crate::fault::{FaultKind, Service};
 use crate::history::{Event, RemoteOp};
 use crate::naming::{task_label, task_number};
-use crate::plan::{request_id, Content, QuirkKind, ScriptStatus, TaskPlan};
+use crate::plan::{request_id, CancelStyle, Content, QuirkKind, ScriptStatus, TaskPlan};
 use crate::wire::mcp::{McpAnswer, McpRequest, WireHint, WireReport, WireText};
 use crate::wire::rpc::{serve, Reply};
 use rand::RngCore;
@@ -417,19 +417,37 @@ fn create(ctx: &Ctx, st: &mut McpState, n: u32, owner: String, t: u64) -> Remote
     task
 }
 
-/// A cancel: the task is cancelled at `t` unless it already ended, then reported.
+/// A cancel, answered in the task's planned [`CancelStyle`]: unless it already ended the task
+/// is cancelled at `t` (immediate, legacy) or some seconds later (acknowledged), then reported;
+/// a legacy server answers a cancel of a task that already ended with "already terminal".
 fn cancel(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {
     if let Some(e) = transient_error(ctx, t, remote_id) {
         return e;
     }
-    if let (Some(task), Some(plan)) = (
-        st.tasks.get(remote_id),
-        st.tasks.get(remote_id).and_then(|x| ctx.plan.task(x.n)),
-    ) {
-        if !view_at(task, plan, t).is_terminal() {
-            if let Some(task) = st.tasks.get_mut(remote_id) {
-                task.cancelled_ms = Some(t);
+    let Some(task) = st.tasks.get_mut(remote_id) else {
+        return served_view(ctx, st, remote_id, t);
+    };
+    let Some(plan) = ctx.plan.task(task.n) else {
+        return served_view(ctx, st, remote_id, t);
+    };
+    let view = view_at(task, plan, t);
+    let label = Some(task_label(task.n));
+    match plan.cancel_style {
+        CancelStyle::RejectsWhenTerminal
+            if matches!(view, View::Scripted(..) | View::Cancelled) && view.is_terminal() =>
+        {
+            ctx.exercised("cancel_already_terminal", "mcp", label);
+            return McpAnswer::Rejected(format!("-32602: task {remote_id} is already terminal"));
+        }
+        _ if view.is_terminal() => {}
+        CancelStyle::Acknowledged { after_ms } => {
+            if task.cancelled_ms.is_none() {
+                task.cancelled_ms = Some(t + after_ms);
             }
+            ctx.exercised("cancel_acknowledged", "mcp", label);
+        }
+        CancelStyle::Immediate | CancelStyle::RejectsWhenTerminal => {
+            task.cancelled_ms = Some(t);
         }
     }
     served_view(ctx, st, remote_id, t)
