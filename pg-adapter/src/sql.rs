@@ -349,6 +349,6 @@ mod tests {
             }
         }
         assert!(normalised(g.apply_polls).contains("THEN 'cancel_requested'"));
-        assert!(normalised(g.apply_polls).contains("AND task.cancel_requested_at IS NULL"));
+        assert!(normalised(g.apply_polls).contains("AND task.cancel_status <> 'requested'"));
     }
 }
