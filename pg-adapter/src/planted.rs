@@ -175,7 +175,7 @@ mod tests {
         for (correct, mutant) in pairs(&guarded_writes(Some(Mutant::LeaseExpiryNotChecked))) {
             assert_two_lines_dropped(correct, mutant, ["'lease_expired'", "_lease_expires_at > "]);
         }
-        let cancel = ["'cancel_requested'", "task.cancel_requested_at IS NULL"];
+        let cancel = ["'cancel_requested'", "task.cancel_status <> 'requested'"];
         for (i, (correct, mutant)) in pairs(&guarded_writes(Some(Mutant::PollAppliedAfterCancel)))
             .into_iter()
             .enumerate()

@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 /// the index's order, so the plan cannot turn into a scan of the whole table).
 const E2E_WORK_LEFT: &str = "SELECT (SELECT id FROM tasks \
          WHERE remote_status IN ('submitted', 'working', 'input_required') \
-           AND cancel_requested_at IS NULL AND id LIKE 'e2e-%' \
+           AND cancel_status <> 'requested' AND id LIKE 'e2e-%' \
          ORDER BY poll_next_at, id LIMIT 1) IS NOT NULL \
      OR (SELECT id FROM tasks \
          WHERE notify_status IN ('pending', 'claimed', 'retry', 'dispatched') \
