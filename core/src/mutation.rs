@@ -55,11 +55,14 @@ pub enum Mutant {
     /// The in-memory poll claim skips every task with a cancel requested, also after the cancel
     /// was acknowledged or dead-lettered (the task is left unwatched).
     PollClaimSkipsCancelRequested,
+    /// A submit whose insert answered "unavailable" cancels its remote task at once, as if the
+    /// store had refused the row (no second insert to learn whether the first one committed).
+    UnconfirmedInsertCompensated,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 20] = [
+    pub const ALL: [Mutant; 21] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -80,6 +83,7 @@ impl Mutant {
         Mutant::AnswerRecordedWhenNotAsked,
         Mutant::AnswerOwnerNotChecked,
         Mutant::PollClaimSkipsCancelRequested,
+        Mutant::UnconfirmedInsertCompensated,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -109,6 +113,7 @@ impl Mutant {
             Mutant::AnswerRecordedWhenNotAsked => "answer-recorded-when-not-asked",
             Mutant::AnswerOwnerNotChecked => "answer-owner-not-checked",
             Mutant::PollClaimSkipsCancelRequested => "poll-claim-skips-cancel-requested",
+            Mutant::UnconfirmedInsertCompensated => "unconfirmed-insert-compensated",
         }
     }
 

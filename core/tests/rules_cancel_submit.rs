@@ -578,18 +578,16 @@ async fn cancel_by_name_matches_only_the_callers_active_tasks_in_that_thread() {
 // ------------------------------------------------------------------------------------------
 
 #[tokio::test]
-async fn a_persist_failure_cancels_the_remote_task_and_keeps_the_original_error() {
+async fn a_refused_insert_cancels_the_remote_task_and_keeps_the_original_error() {
     let w = World::new();
     let e = w.engine("w1");
-    w.store
-        .set_insert_fault(InsertFault::Fail(StoreError::Unavailable(
-            "disk on fire".into(),
-        )));
+    let refused = StoreError::Invalid("row refused".into());
+    w.store.set_insert_fault(InsertFault::Fail(refused.clone()));
     w.driver.on_submit("rt-1", None);
     let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
     assert_eq!(
         err,
-        SubmitError::Store(StoreError::Unavailable("disk on fire".into())),
+        SubmitError::Store(refused.clone()),
         "the original error is kept"
     );
     assert_eq!(w.driver.cancel_calls("rt-1"), 1, "compensated at once");
@@ -606,14 +604,89 @@ async fn a_persist_failure_cancels_the_remote_task_and_keeps_the_original_error(
         ],
     );
     let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
-    assert_eq!(
-        err,
-        SubmitError::Store(StoreError::Unavailable("disk on fire".into()))
-    );
+    assert_eq!(err, SubmitError::Store(refused));
     assert_eq!(e.pending_compensations(), 1);
     let pass = e.run_once().await;
     assert_eq!(pass.compensated, 1);
     assert_eq!(w.driver.cancel_calls("rt-2"), 2);
+    assert_eq!(e.pending_compensations(), 0);
+}
+
+#[tokio::test]
+async fn an_insert_that_committed_but_answered_unavailable_is_kept_and_never_cancelled() {
+    let w = World::new();
+    let e = w.engine("w1");
+    w.store
+        .set_insert_fault(InsertFault::CommitThenFailOnce(StoreError::Unavailable(
+            "reply lost".into(),
+        )));
+    w.driver.on_submit("rt-1", Some(report("rt-1", "working")));
+    let id = e
+        .submit(&w.ids, w.command("build"))
+        .await
+        .expect("the second insert finds the first one committed");
+    assert_eq!(w.driver.cancel_calls("rt-1"), 0, "no compensation");
+    assert_eq!(e.pending_compensations(), 0);
+    let rows = w.store.rows().await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].id(), &id, "the user got the id of the stored task");
+    assert_eq!(e.run_once().await.compensated, 0);
+    assert_eq!(w.driver.cancel_calls("rt-1"), 0);
+}
+
+#[tokio::test]
+async fn an_insert_unconfirmed_after_every_attempt_is_saved_later_and_never_cancelled_blind() {
+    let w = World::new();
+    let e = w.engine("w1");
+    let down = StoreError::Unavailable("down".into());
+    w.store.set_insert_fault(InsertFault::Fail(down.clone()));
+    w.driver.on_submit("rt-1", None);
+    let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
+    assert_eq!(err, SubmitError::Unconfirmed(down));
+    assert!(
+        err.to_string().contains("do not submit it again"),
+        "the caller is told not to resubmit: {err}"
+    );
+    assert_eq!(w.driver.cancel_calls("rt-1"), 0, "the row may exist");
+    assert_eq!(e.pending_compensations(), 1);
+
+    // still down at the next pass: kept, not cancelled
+    assert_eq!(e.run_once().await.compensated, 0);
+    assert_eq!(e.pending_compensations(), 1);
+    assert_eq!(w.driver.cancel_calls("rt-1"), 0);
+
+    // back: the row is saved and tracked like any other task
+    w.store.set_insert_fault(InsertFault::None);
+    assert_eq!(e.run_once().await.compensated, 0);
+    assert_eq!(e.pending_compensations(), 0);
+    assert_eq!(w.driver.cancel_calls("rt-1"), 0);
+    let rows = w.store.rows().await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].identity.handle.remote_task_id.expose(), "rt-1");
+}
+
+#[tokio::test]
+async fn an_unconfirmed_insert_the_store_then_refuses_is_compensated() {
+    let w = World::new();
+    let e = w.engine("w1");
+    w.store
+        .set_insert_fault(InsertFault::Fail(StoreError::Unavailable("down".into())));
+    w.driver.on_submit("rt-1", None);
+    e.submit(&w.ids, w.command("build")).await.unwrap_err();
+    w.store
+        .set_insert_fault(InsertFault::Fail(StoreError::Invalid("refused".into())));
+    e.run_once().await;
+    assert_eq!(
+        w.driver.cancel_calls("rt-1"),
+        0,
+        "first the insert is settled"
+    );
+    assert_eq!(
+        e.run_once().await.compensated,
+        1,
+        "then the remote task cancelled"
+    );
+    assert_eq!(w.driver.cancel_calls("rt-1"), 1);
     assert_eq!(e.pending_compensations(), 0);
 }
 
@@ -644,7 +717,7 @@ async fn a_duplicate_remote_handle_is_rejected_without_cancelling_the_existing_t
 }
 
 #[tokio::test]
-async fn a_submit_dropped_while_persisting_is_compensated_at_the_next_pass() {
+async fn a_submit_dropped_while_persisting_is_saved_at_the_next_pass_not_cancelled() {
     let w = World::new();
     let e = w.engine("w1");
     w.store.set_insert_fault(InsertFault::Hang);
@@ -653,13 +726,14 @@ async fn a_submit_dropped_while_persisting_is_compensated_at_the_next_pass() {
         poll_once(e.submit(&w.ids, w.command("build"))).is_none(),
         "the insert never completes; the future is dropped midway"
     );
-    assert_eq!(w.driver.cancel_calls("rt-1"), 0);
     assert_eq!(e.pending_compensations(), 1);
+    // The dropped insert may have committed: the next pass inserts the row again.
+    w.store.set_insert_fault(InsertFault::None);
     let pass = e.run_once().await;
-    assert_eq!(pass.compensated, 1);
-    assert_eq!(w.driver.cancel_calls("rt-1"), 1);
+    assert_eq!(pass.compensated, 0);
+    assert_eq!(w.driver.cancel_calls("rt-1"), 0);
     assert_eq!(e.pending_compensations(), 0);
-    assert!(w.store.rows().await.is_empty());
+    assert_eq!(w.store.rows().await.len(), 1, "saved");
 }
 
 #[tokio::test]
@@ -667,7 +741,7 @@ async fn a_submit_dropped_during_its_compensating_cancel_is_still_compensated() 
     let w = World::new();
     let e = w.engine("w1");
     w.store
-        .set_insert_fault(InsertFault::Fail(StoreError::Unavailable("down".into())));
+        .set_insert_fault(InsertFault::Fail(StoreError::Invalid("refused".into())));
     w.driver.on_submit("rt-1", None);
     let _stuck = w.driver.gate(CallKind::Cancel, "rt-1");
     assert!(

@@ -739,6 +739,49 @@ async fn a_batch_the_store_rejects_is_written_row_by_row_and_the_poisoned_row_re
 }
 
 #[tokio::test]
+async fn a_poll_result_the_store_rejects_is_a_counted_failure_that_backs_off_and_degrades() {
+    let w = World::with_thread().await;
+    w.launcher.finish_every_new_run(Some(RunStatus::Success));
+    let e = w.engine("w1");
+    let a = w
+        .submit(&e, "a", "rt-a", Some(report("rt-a", "working")))
+        .await;
+    passes(&w, &e, 2, 1).await;
+    w.driver
+        .on_status("rt-a", [Ok(completed("rt-a", "POISON"))]);
+    w.store.poison_result("POISON");
+    let mut delays = Vec::new();
+    for errors in 1..=3 {
+        let due = w.row(&a).await.poll.next_poll_at.expect("still polled");
+        w.clock.set(due);
+        let pass = e.run_once().await;
+        assert_eq!(pass.poll.applied, 1, "the failed poll is written");
+        let row = w.row(&a).await;
+        assert_eq!(row.poll.consecutive_errors, errors, "counted");
+        assert_eq!(row.poll.lease, None);
+        let error = row.poll.last_error.expect("kept");
+        assert!(
+            error.message.contains("could not be stored"),
+            "{}",
+            error.message
+        );
+        delays.push(row.poll.next_poll_at.expect("still polled").since(due));
+    }
+    assert!(
+        delays.windows(2).all(|d| d[0] < d[1]),
+        "the backoff grows: {delays:?}"
+    );
+    passes(&w, &e, 2, 1).await;
+    let starts = w.launcher.starts_for(&a);
+    let last = &starts.last().expect("notified").0.prompt;
+    assert_eq!(
+        event_json(last)["tracking_degraded"],
+        true,
+        "the third failure in a row is reported"
+    );
+}
+
+#[tokio::test]
 async fn begin_shutdown_releases_claims_without_counting_a_failure() {
     let w = World::with_thread().await;
     let e = w.engine("w1");

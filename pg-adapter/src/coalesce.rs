@@ -14,10 +14,15 @@
 //!   must answer them as if they were executed one after another in that order. Batches that
 //!   run at the same time (up to the number of leaders) are independent transactions: their
 //!   relative order is whatever the database makes of it, as for concurrent single calls.
-//! - **Failure**: a batch succeeds or fails as a whole. If it fails (connection lost, deadlock,
-//!   a malformed answer), every request in it gets that error. For a launch that is a "maybe
-//!   launched" outcome, exactly as a single call that lost its connection: the caller retries
-//!   under the same idempotency key and gets the same run.
+//! - **Failure**: a batch succeeds or fails as a whole. If it could not run (connection lost,
+//!   pool exhausted, a malformed answer: [`BatchError::Unavailable`]), every request in it gets
+//!   that error. For a launch that is a "maybe launched" outcome, exactly as a single call that
+//!   lost its connection: the caller retries under the same idempotency key and gets the same
+//!   run. If the database refused the batch's statement ([`BatchError::Refused`]), one request
+//!   may be poisoned: the batch is split in halves, each run as a batch of its own (first half
+//!   first), down to single requests, so only a request refused alone gets the error and the
+//!   others are answered. One poisoned request among `n` costs about `2·log2(n)` extra
+//!   transactions; a refused batch committed nothing, so running its halves is safe.
 //! - **Crash mid-batch**: the batch is one transaction. If the process or the connection dies
 //!   before the commit, nothing of the batch happened; after it, all of it did. Nothing is kept
 //!   in memory that a restart would need.
@@ -32,6 +37,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tasklatch_core::ledger::LedgerError;
 use tokio::sync::{oneshot, Semaphore};
 
+/// Why a batch failed.
+#[derive(Debug)]
+pub(crate) enum BatchError {
+    /// The batch could not run or its answer is unusable: every request in it gets the error.
+    Unavailable(LedgerError),
+    /// The database refused the batch's statement (nothing committed): split and run again.
+    Refused(LedgerError),
+}
+
 /// A queued request and where its answer goes.
 struct Waiter<Req, Resp> {
     req: Req,
@@ -45,7 +59,7 @@ pub(crate) struct Coalescer<Req, Resp> {
     max_batch: usize,
 }
 
-impl<Req: Send + 'static, Resp: Send + 'static> Coalescer<Req, Resp> {
+impl<Req: Clone + Send + 'static, Resp: Send + 'static> Coalescer<Req, Resp> {
     /// At most `leaders` batches in flight at once, each of at most `max_batch` requests (both
     /// at least 1).
     pub(crate) fn new(max_batch: usize, leaders: usize) -> Self {
@@ -74,12 +88,14 @@ impl<Req: Send + 'static, Resp: Send + 'static> Coalescer<Req, Resp> {
     }
 
     /// Answers `req`, executed in a batch by `run`: given the batch's requests in order, `run`
-    /// returns one answer per request, in the same order, or one error for all of them.
+    /// returns one answer per request, in the same order, or one error for all of them (a
+    /// refused batch is split, see the module documentation).
     pub(crate) async fn call<F, Fut>(&self, req: Req, run: F) -> Result<Resp, LedgerError>
     where
-        F: Fn(Vec<Req>) -> Fut,
-        Fut: Future<Output = Result<Vec<Resp>, LedgerError>> + Send + 'static,
+        F: Fn(Vec<Req>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<Resp>, BatchError>> + Send + 'static,
     {
+        let run = Arc::new(run);
         let (reply, mut answer) = oneshot::channel();
         self.queue().push_back(Waiter { req, reply });
         loop {
@@ -103,42 +119,54 @@ impl<Req: Send + 'static, Resp: Send + 'static> Coalescer<Req, Resp> {
             debug_assert!(reqs.len() <= self.max_batch);
             let size = reqs.len();
             tracing::debug!(size, "coalesced batch");
-            let work = run(reqs);
+            let run = run.clone();
             tokio::spawn(async move {
-                let results = work.await;
+                let answers = run_splitting(run.as_ref(), reqs).await;
                 drop(permit);
-                deliver(results, replies, size);
+                debug_assert_eq!(answers.len(), size);
+                for (reply, a) in replies.into_iter().zip(answers) {
+                    // A caller that went away meanwhile needs no answer.
+                    let _ = reply.send(a);
+                }
             });
         }
     }
 }
 
-/// Hands a batch's results to its callers: one each, or the batch's error to all of them.
-fn deliver<Resp>(
-    results: Result<Vec<Resp>, LedgerError>,
-    replies: Vec<oneshot::Sender<Result<Resp, LedgerError>>>,
-    size: usize,
-) {
-    match results {
-        Ok(answers) if answers.len() == size => {
-            for (reply, a) in replies.into_iter().zip(answers) {
-                // A caller that went away meanwhile needs no answer.
-                let _ = reply.send(Ok(a));
+/// Runs `reqs` as one batch with `run` and answers each request, in order. A refused batch of
+/// more than one request is split in halves, each run as a batch of its own, the first half
+/// first (the order contract holds: a refused batch committed nothing).
+async fn run_splitting<Req, Resp, F, Fut>(run: &F, reqs: Vec<Req>) -> Vec<Result<Resp, LedgerError>>
+where
+    Req: Clone,
+    F: Fn(Vec<Req>) -> Fut,
+    Fut: Future<Output = Result<Vec<Resp>, BatchError>>,
+{
+    let mut answers = Vec::with_capacity(reqs.len());
+    // Batches still to run, the next one last.
+    let mut pending = vec![reqs];
+    while let Some(batch) = pending.pop() {
+        let size = batch.len();
+        let failed = match run(batch.clone()).await {
+            Ok(a) if a.len() == size => {
+                answers.extend(a.into_iter().map(Ok));
+                continue;
             }
-        }
-        Ok(answers) => {
-            let e = LedgerError(format!("batch of {size} answered {} times", answers.len()));
-            for reply in replies {
-                let _ = reply.send(Err(e.clone()));
+            Ok(a) => LedgerError(format!("batch of {size} answered {} times", a.len())),
+            Err(BatchError::Refused(e)) if size > 1 => {
+                tracing::debug!(size, error = %e, "coalesced batch refused; running its halves");
+                let mut first = batch;
+                let second = first.split_off(size / 2);
+                pending.push(second);
+                pending.push(first);
+                continue;
             }
-        }
-        Err(e) => {
-            tracing::debug!(size, error = %e, "coalesced batch failed");
-            for reply in replies {
-                let _ = reply.send(Err(e.clone()));
-            }
-        }
+            Err(BatchError::Refused(e) | BatchError::Unavailable(e)) => e,
+        };
+        tracing::debug!(size, error = %failed, "coalesced batch failed");
+        answers.extend((0..size).map(|_| Err(failed.clone())));
     }
+    answers
 }
 
 /// The answer, or an error if the batch's task ended without one (it panicked, or the runtime
@@ -159,9 +187,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    type Batch = std::pin::Pin<Box<dyn Future<Output = Result<Vec<u32>, LedgerError>> + Send>>;
+    type Batch = std::pin::Pin<Box<dyn Future<Output = Result<Vec<u32>, BatchError>> + Send>>;
 
-    /// Doubles each request (or fails the batch); records the size of every batch.
+    /// Doubles each request (or fails the batch as unavailable); records the size of every
+    /// batch.
     fn doubler(sizes: Arc<Mutex<Vec<usize>>>, fail: bool) -> impl Fn(Vec<u32>) -> Batch {
         move |reqs: Vec<u32>| {
             let sizes = sizes.clone();
@@ -169,7 +198,23 @@ mod tests {
                 sizes.lock().unwrap().push(reqs.len());
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 if fail {
-                    Err(LedgerError("boom".into()))
+                    Err(BatchError::Unavailable(LedgerError("boom".into())))
+                } else {
+                    Ok(reqs.into_iter().map(|r| r * 2).collect())
+                }
+            })
+        }
+    }
+
+    /// Doubles each request, but the database refuses every batch holding `poison`.
+    fn refusing(sizes: Arc<Mutex<Vec<usize>>>, poison: u32) -> impl Fn(Vec<u32>) -> Batch {
+        move |reqs: Vec<u32>| {
+            let sizes = sizes.clone();
+            Box::pin(async move {
+                sizes.lock().unwrap().push(reqs.len());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                if reqs.contains(&poison) {
+                    Err(BatchError::Refused(LedgerError("refused".into())))
                 } else {
                     Ok(reqs.into_iter().map(|r| r * 2).collect())
                 }
@@ -209,6 +254,37 @@ mod tests {
         for h in calls {
             assert_eq!(h.await.unwrap(), Err(LedgerError("boom".into())));
         }
+    }
+
+    #[tokio::test]
+    async fn a_refused_batch_is_split_until_only_the_poisoned_request_fails() {
+        let c = Arc::new(Coalescer::new(256, 1));
+        let sizes = Arc::new(Mutex::new(Vec::new()));
+        // A first call holds the only leader permit, so the next 16 queue into one batch.
+        let first = {
+            let (c, sizes) = (c.clone(), sizes.clone());
+            tokio::spawn(async move { c.call(100, refusing(sizes, 7)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let calls: Vec<_> = (0..16u32)
+            .map(|i| {
+                let (c, sizes) = (c.clone(), sizes.clone());
+                tokio::spawn(async move { c.call(i, refusing(sizes, 7)).await })
+            })
+            .collect();
+        assert_eq!(first.await.unwrap(), Ok(200));
+        for (i, h) in calls.into_iter().enumerate() {
+            let want = if i == 7 {
+                Err(LedgerError("refused".into()))
+            } else {
+                Ok(2 * i as u32)
+            };
+            assert_eq!(h.await.unwrap(), want, "request {i}");
+        }
+        let sizes = sizes.lock().unwrap().clone();
+        // The first call alone; then, first halves first: 16 refused, 8 refused, 4, 4 refused,
+        // 2, 2 refused, 1, 1 refused (request 7 alone), and the second 8.
+        assert_eq!(sizes, [1, 16, 8, 4, 4, 2, 2, 1, 1, 8], "{sizes:?}");
     }
 
     #[tokio::test]

@@ -23,7 +23,7 @@
 //!
 //! Wrap it in [`tasklatch_core::ledger::LedgerLauncher`] to get a `Launcher`.
 
-use crate::coalesce::Coalescer;
+use crate::coalesce::{BatchError, Coalescer};
 use crate::error::ledger_error;
 use crate::row::storable;
 use crate::sql::ledger as sql;
@@ -75,6 +75,7 @@ struct Batches {
 }
 
 /// A launch as the database gets it (text made storable).
+#[derive(Clone)]
 struct StartRequest {
     key: String,
     owner: String,
@@ -109,7 +110,7 @@ fn outcome_of(outcome: &str, run: Option<String>) -> Result<LaunchOutcome, Ledge
 async fn start_runs(
     pool: PgPool,
     reqs: Vec<StartRequest>,
-) -> Result<Vec<LaunchOutcome>, LedgerError> {
+) -> Result<Vec<LaunchOutcome>, BatchError> {
     let n = reqs.len();
     let (mut keys, mut owners, mut threads, mut prompts, mut nows) = (
         Vec::with_capacity(n),
@@ -133,12 +134,12 @@ async fn start_runs(
         .bind(nows)
         .fetch_all(&pool)
         .await
-        .map_err(ledger_error)?;
+        .map_err(batch_error)?;
     if rows.len() != n {
-        return Err(LedgerError(format!(
+        return Err(BatchError::Unavailable(LedgerError(format!(
             "tasklatch_start_runs answered {} of {n} requests",
             rows.len()
-        )));
+        ))));
     }
     rows.iter()
         .enumerate()
@@ -154,18 +155,27 @@ async fn start_runs(
                 row.try_get("started_run").map_err(ledger_error)?,
             )
         })
-        .collect()
+        .collect::<Result<_, _>>()
+        .map_err(BatchError::Unavailable)
 }
 
 /// One read for a batch of run-status lookups, answered in order.
-async fn run_statuses(pool: PgPool, runs: Vec<String>) -> Result<Vec<RunStatus>, LedgerError> {
+async fn run_statuses(pool: PgPool, runs: Vec<String>) -> Result<Vec<RunStatus>, BatchError> {
     let rows = sqlx::query(sql::RUN_STATUSES)
         .bind(&runs)
         .fetch_all(&pool)
         .await
-        .map_err(ledger_error)?;
+        .map_err(batch_error)?;
+    answer_statuses(&runs, &rows).map_err(BatchError::Unavailable)
+}
+
+/// The statuses of `runs`, in order, from the rows read for them.
+fn answer_statuses(
+    runs: &[String],
+    rows: &[sqlx::postgres::PgRow],
+) -> Result<Vec<RunStatus>, LedgerError> {
     let mut found = HashMap::with_capacity(rows.len());
-    for row in &rows {
+    for row in rows {
         let run: String = row.try_get("run_id").map_err(ledger_error)?;
         let status: String = row.try_get("status").map_err(ledger_error)?;
         found.insert(run, status);
@@ -178,6 +188,27 @@ async fn run_statuses(pool: PgPool, runs: Vec<String>) -> Result<Vec<RunStatus>,
         })
         .collect()
 }
+
+/// A batch statement's error: refused by the database for what a request holds (a data
+/// exception, an integrity violation, a program limit, an error raised by a trigger or function:
+/// SQLSTATE classes 22, 23, 54, P0), so the coalescer splits the batch to find it; anything else
+/// (a lost or terminated connection, a timeout, a deadlock) reaches every request in it.
+fn batch_error(e: sqlx::Error) -> BatchError {
+    let about_a_request = match &e {
+        sqlx::Error::Database(db) => db
+            .code()
+            .is_some_and(|code| REQUEST_CLASSES.iter().any(|class| code.starts_with(class))),
+        _ => false,
+    };
+    if about_a_request {
+        BatchError::Refused(ledger_error(e))
+    } else {
+        BatchError::Unavailable(ledger_error(e))
+    }
+}
+
+/// SQLSTATE classes of errors a request's own values cause (see [`batch_error`]).
+const REQUEST_CLASSES: [&str; 4] = ["22", "23", "54", "P0"];
 
 fn status_of(s: &str) -> Result<RunStatus, LedgerError> {
     Ok(match s {
@@ -357,10 +388,10 @@ impl RunLedger for PgLedger {
                 prompt: storable(&req.prompt),
                 now: now.as_micros(),
             };
-            let pool = &self.pool;
+            let pool = self.pool.clone();
             return batches
                 .starts
-                .call(request, |reqs| start_runs(pool.clone(), reqs))
+                .call(request, move |reqs| start_runs(pool.clone(), reqs))
                 .await;
         }
         #[cfg(feature = "mutations")]
@@ -412,10 +443,10 @@ impl RunLedger for PgLedger {
     /// the read is shared with the lookups made at the same time.
     async fn run_status(&self, run: &RunId) -> Result<RunStatus, LedgerError> {
         if let Some(batches) = &self.batches {
-            let pool = &self.pool;
+            let pool = self.pool.clone();
             return batches
                 .statuses
-                .call(storable(run.as_str()), |runs| {
+                .call(storable(run.as_str()), move |runs| {
                     run_statuses(pool.clone(), runs)
                 })
                 .await;

@@ -301,6 +301,41 @@ async fn coalesced_unbatchable_key_gets_its_single_call_answer() {
 }
 
 #[tokio::test]
+async fn coalesced_batch_with_a_request_the_database_refuses_answers_every_other_request() {
+    let db = TestDb::create().await;
+    // An operator's trigger that refuses one key: the batch statement holding it fails as a
+    // whole (SQLSTATE P0001), as a single call with it does.
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.key = 'poison' THEN RAISE EXCEPTION 'poisoned key'; END IF; \
+         RETURN NEW; END $$; \
+         CREATE TRIGGER refuse_poison BEFORE INSERT ON runs \
+         FOR EACH ROW EXECUTE FUNCTION refuse_poison();",
+    )
+    .execute(db.pool())
+    .await
+    .unwrap();
+    let l = PgLedger::coalescing(db.pool().clone(), one_leader());
+    threads(&l, &["warm", "t1", "t2", "t3", "t4", "t5"]).await;
+    let reqs = [
+        run_req("k1", "alice", "t1"),
+        run_req("k2", "alice", "t2"),
+        run_req("poison", "alice", "t3"),
+        run_req("k4", "alice", "t4"),
+        run_req("k5", "alice", "t5"),
+    ];
+    let outcomes = warm_then_together(&l, &reqs).await;
+    for (i, o) in outcomes.iter().enumerate() {
+        assert_eq!(started(o), i != 2, "request {i}: {o:?}");
+    }
+    assert!(outcomes[2].is_err(), "{outcomes:?}");
+    let mut keys: Vec<_> = l.runs().await.unwrap().into_iter().map(|r| r.key).collect();
+    keys.sort();
+    assert_eq!(keys, ["k1", "k2", "k4", "k5", "warm"]);
+    db.cleanup().await;
+}
+
+#[tokio::test]
 async fn coalesced_run_status_lookups_answer_each_run_and_missing_for_unknown() {
     let db = TestDb::create().await;
     let l = PgLedger::coalescing(db.pool().clone(), one_leader());

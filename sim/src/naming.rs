@@ -7,6 +7,8 @@
 const TASK_PREFIX: &str = "task-";
 /// Every worker host name starts with this (`worker-{w}`).
 const WORKER_PREFIX: &str = "worker-";
+/// The users' host, and the lane of their own engine (submits and their compensations).
+pub const USER_HOST: &str = "user";
 
 /// Owner name of owner number `o`.
 pub fn owner_name(o: u32) -> String {

@@ -15,21 +15,24 @@ pub(super) trait RowWrite: Clone {
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// Writes `batch` with `write`. If the store rejects the batch as a whole (not merely
-    /// unreachable), each row is retried alone so one poisoned row cannot hold back the others;
-    /// rows that still fail are released with a counted error for loop `kind`.
+    /// unreachable), each row is retried alone so one poisoned row cannot hold back the others.
+    /// Returns the rows the store still rejects alone, with its answer: the caller degrades or
+    /// releases them ([`Engine::release_rejected`]), so none keeps its lease until expiry.
     pub(super) async fn write_batch<W, F, Fut>(
         &self,
         kind: LeaseKind,
         batch: Vec<W>,
         write: F,
         report: &mut LoopReport,
-    ) where
+    ) -> Vec<(W, StoreError)>
+    where
         W: RowWrite,
         F: Fn(Vec<W>) -> Fut,
         Fut: Future<Output = Result<Vec<WriteOutcome>, StoreError>>,
     {
+        let mut rejected = Vec::new();
         if batch.is_empty() {
-            return;
+            return rejected;
         }
         match write(batch.clone()).await {
             Ok(outcomes) => tally(&batch, &outcomes, report),
@@ -40,25 +43,39 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             Err(batch_error) => {
                 tracing::warn!(loop_kind = kind.as_str(), error = %batch_error, "batch rejected; writing rows one by one");
                 report.store_errors += 1;
-                let mut poisoned = Vec::new();
                 for w in batch {
                     match write(vec![w.clone()]).await {
                         Ok(outcomes) => tally(std::slice::from_ref(&w), &outcomes, report),
                         Err(StoreError::Unavailable(_)) => report.store_errors += 1,
                         Err(e) => {
-                            tracing::warn!(loop_kind = kind.as_str(), task = %w.task_id(), error = %e, "row write rejected; releasing with a counted error");
-                            poisoned.push(Release {
-                                task_id: w.task_id().clone(),
-                                lease: w.lease().clone(),
-                                retry_at: self.clock.now().plus(self.policy.release_backoff),
-                                error: Some(format!("unexpected store error: {e}")),
-                            })
+                            tracing::warn!(loop_kind = kind.as_str(), task = %w.task_id(), error = %e, "row write rejected");
+                            rejected.push((w, e));
                         }
                     }
                 }
-                self.release_batch(kind, poisoned, report).await;
             }
         }
+        rejected
+    }
+
+    /// Releases rows whose write the store rejected, each with a counted error for loop
+    /// `kind` (the notify and cancel budgets bound how often that repeats).
+    pub(super) async fn release_rejected<W: RowWrite>(
+        &self,
+        kind: LeaseKind,
+        rejected: Vec<(W, StoreError)>,
+        report: &mut LoopReport,
+    ) {
+        let releases = rejected
+            .into_iter()
+            .map(|(w, e)| Release {
+                task_id: w.task_id().clone(),
+                lease: w.lease().clone(),
+                retry_at: self.clock.now().plus(self.policy.release_backoff),
+                error: Some(format!("unexpected store error: {e}")),
+            })
+            .collect();
+        self.release_batch(kind, releases, report).await;
     }
 
     /// Gives leases back without a result.

@@ -33,13 +33,16 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }
         }
         let now = self.clock.now();
-        self.write_batch(
-            LeaseKind::Cancel,
-            writes,
-            |b| self.store.finish_cancels(b, now),
-            &mut report,
-        )
-        .await;
+        let rejected = self
+            .write_batch(
+                LeaseKind::Cancel,
+                writes,
+                |b| self.store.finish_cancels(b, now),
+                &mut report,
+            )
+            .await;
+        self.release_rejected(LeaseKind::Cancel, rejected, &mut report)
+            .await;
         self.release_batch(LeaseKind::Cancel, releases, &mut report)
             .await;
         report

@@ -26,6 +26,7 @@ use crate::policy::Policy;
 use crate::ports::{Clock, Driver, Launcher};
 use crate::secret::RemoteHandle;
 use crate::store::{ClaimRequest, Claimed, Store};
+use crate::task::TaskRow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -61,14 +62,17 @@ pub struct PassReport {
     pub compensated: usize,
 }
 
-/// A submit's remote task waiting for its compensating cancel, with the attempts made so far.
+/// A submit that is not settled, with the attempts made so far: its row, while the insert's
+/// outcome is unknown (to be inserted again), or only its remote task, once the store refused
+/// the row (to be cancelled).
 struct PendingCompensation {
     server: ServerId,
     handle: RemoteHandle,
+    row: Option<TaskRow>,
     attempts: u32,
 }
 
-/// Compensating cancels are tried this many times, then given up (best effort, DOMAIN §7).
+/// Unsettled submits are tried this many times, then given up (best effort, DOMAIN §7).
 const COMPENSATION_ATTEMPTS: u32 = 3;
 
 /// The engine of one worker (or one lane of a worker).

@@ -32,13 +32,16 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }
         }
         let now = self.clock.now();
-        self.write_batch(
-            LeaseKind::Notify,
-            writes,
-            |b| self.store.finish_notifications(b, now),
-            &mut report,
-        )
-        .await;
+        let rejected = self
+            .write_batch(
+                LeaseKind::Notify,
+                writes,
+                |b| self.store.finish_notifications(b, now),
+                &mut report,
+            )
+            .await;
+        self.release_rejected(LeaseKind::Notify, rejected, &mut report)
+            .await;
         self.release_batch(LeaseKind::Notify, releases, &mut report)
             .await;
         report

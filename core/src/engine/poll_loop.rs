@@ -1,4 +1,10 @@
 //! The poll loop (DOMAIN §4): claim due tasks, ask the remote server, apply what it says.
+//!
+//! A poll result the store rejects even alone (a value it cannot hold) is not retried as it is:
+//! the row gets a failed poll instead ([`poll::on_failure`] with the store's answer), so the
+//! error is counted, the next poll backs off further each time and, from the third in a row,
+//! the task's tracking is reported degraded. Only if the store rejects that too is the lease
+//! released, at the release backoff.
 
 use super::{Engine, LoopReport};
 use crate::lease::LeaseKind;
@@ -6,7 +12,8 @@ use crate::policy::{bounded, MAX_STORED_ERROR};
 use crate::ports::{Clock, Driver, DriverError, Launcher};
 use crate::remote::{ErrorClass, PollError};
 use crate::snapshot::{self, ProtocolError};
-use crate::store::{Claimed, PollWrite, Release, Store};
+use crate::store::{Claimed, PollWrite, Release, Store, StoreError};
+use crate::task::TaskRow;
 use crate::transitions::poll;
 use futures::future::join_all;
 
@@ -21,7 +28,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let claimed = self
             .claim(LeaseKind::Poll, self.policy.poll_lease, &mut report)
             .await;
-        let steps = join_all(claimed.into_iter().map(|c| self.poll_one(c))).await;
+        let steps = join_all(claimed.iter().map(|c| self.poll_one(c))).await;
         let (mut writes, mut releases) = (Vec::new(), Vec::new());
         for step in steps {
             match step {
@@ -30,24 +37,48 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }
         }
         let now = self.clock.now();
-        self.write_batch(
-            LeaseKind::Poll,
-            writes,
-            |b| self.store.apply_polls(b, now),
-            &mut report,
-        )
-        .await;
+        let write = |b| self.store.apply_polls(b, now);
+        let rejected = self
+            .write_batch(LeaseKind::Poll, writes, &write, &mut report)
+            .await;
+        let failures = rejected
+            .into_iter()
+            .filter_map(|(w, e)| {
+                let row = claimed.iter().find(|c| c.row.id() == &w.task_id)?;
+                Some(self.failed_write(&row.row, w, &e))
+            })
+            .collect();
+        let rejected = self
+            .write_batch(LeaseKind::Poll, failures, &write, &mut report)
+            .await;
+        self.release_rejected(LeaseKind::Poll, rejected, &mut report)
+            .await;
         self.release_batch(LeaseKind::Poll, releases, &mut report)
             .await;
         report
     }
 
-    async fn poll_one(&self, c: Claimed) -> PollStep {
+    /// A failed poll in place of a result the store rejected: counted like any poll error.
+    fn failed_write(&self, row: &TaskRow, rejected: PollWrite, error: &StoreError) -> PollWrite {
+        let error = PollError {
+            class: ErrorClass::Server,
+            message: snapshot::storable(
+                &format!("the poll result could not be stored: {error}"),
+                &row.identity.handle,
+            ),
+        };
+        PollWrite {
+            update: poll::on_failure(row, error, rejected.completed_at, &self.policy),
+            ..rejected
+        }
+    }
+
+    async fn poll_one(&self, c: &Claimed) -> PollStep {
         if !self.may_call_out(&c.lease) {
-            self.answer_not_sent(&c).await;
+            self.answer_not_sent(c).await;
             return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
-        self.answer_step(&c).await;
+        self.answer_step(c).await;
         let handle = &c.row.identity.handle;
         let answer = self.driver.get_status(&c.row.identity.server, handle).await;
         let at = self.clock.now();
@@ -88,7 +119,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         tracing::debug!(task = %c.row.id(), token = ?c.lease.token, status = %update.remote.status, errors = update.consecutive_errors, "polled");
         PollStep::Write(Box::new(PollWrite {
             task_id: c.row.id().clone(),
-            lease: c.lease,
+            lease: c.lease.clone(),
             completed_at: at,
             update,
         }))

@@ -671,6 +671,9 @@ pub enum InsertFault {
     None,
     /// Fails with this error, inserting nothing.
     Fail(StoreError),
+    /// Inserts, then answers with this error (a reply lost after the commit); once, then the
+    /// fault is cleared.
+    CommitThenFailOnce(StoreError),
     /// Never completes.
     Hang,
 }
@@ -679,6 +682,7 @@ pub enum InsertFault {
 struct StoreFaults {
     insert: InsertFault,
     poisoned: BTreeSet<TaskId>,
+    poisoned_results: Vec<String>,
 }
 
 /// The real `MemStore`, shared, with injectable faults.
@@ -717,6 +721,12 @@ impl TestStore {
         lock(&self.faults).poisoned.insert(task.clone());
     }
 
+    /// Any poll batch carrying a remote result that contains `text` is rejected as a whole
+    /// (`StoreError::Invalid`): a value the store cannot hold.
+    pub fn poison_result(&self, text: &str) {
+        lock(&self.faults).poisoned_results.push(text.to_owned());
+    }
+
     fn check_poison<'a>(
         &self,
         ids: impl IntoIterator<Item = &'a TaskId>,
@@ -749,6 +759,11 @@ impl Store for TestStore {
         match fault {
             InsertFault::None => self.mem.insert_task(row).await,
             InsertFault::Fail(e) => Err(e),
+            InsertFault::CommitThenFailOnce(e) => {
+                lock(&self.faults).insert = InsertFault::None;
+                self.mem.insert_task(row).await?;
+                Err(e)
+            }
             InsertFault::Hang => std::future::pending().await,
         }
     }
@@ -763,6 +778,14 @@ impl Store for TestStore {
         now: Timestamp,
     ) -> Result<Vec<WriteOutcome>, StoreError> {
         self.check_poison(writes.iter().map(|w| &w.task_id))?;
+        let poisoned = writes.iter().any(|w| {
+            let result = w.update.remote.result.as_deref().unwrap_or_default();
+            let faults = lock(&self.faults);
+            faults.poisoned_results.iter().any(|p| result.contains(p))
+        });
+        if poisoned {
+            return Err(StoreError::Invalid("a result the store cannot hold".into()));
+        }
         self.mem.apply_polls(writes, now).await
     }
 

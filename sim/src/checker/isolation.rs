@@ -1,10 +1,11 @@
-//! Isolation and sealing: no cross-owner listing or cancel, no remote cancel nobody asked for,
-//! every requested cancel reaches the remote server, and no secret in any output.
+//! Isolation and sealing: no cross-owner listing or cancel, no remote cancel nobody asked for
+//! (a submit's compensating cancel included, when the task's row was stored after all), every
+//! requested cancel reaches the remote server, and no secret in any output.
 
 use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::history::{Event, RemoteOp};
-use crate::naming::{owner_name, task_label, thread_name};
+use crate::naming::{owner_name, task_label, thread_name, USER_HOST};
 use std::collections::BTreeMap;
 use tasklatch_core::store::CancelOutcome;
 
@@ -12,7 +13,39 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     listings(f, v);
     foreign_cancels(f, v);
     remote_cancels(f, v);
+    compensations(f, v);
     secrets(f, v);
+}
+
+/// A submit's compensating cancel (a remote cancel by the user's own engine) is only for a task
+/// whose row the store never stored: otherwise the row lives on and later reports the cancel
+/// the engine caused, for a task its user was told had failed.
+fn compensations(f: &Facts<'_>, v: &mut Verdict) {
+    for (i, e) in f.entries.iter().enumerate() {
+        let Event::PortRemote {
+            lane,
+            remote_id,
+            op: RemoteOp::Cancel,
+            ..
+        } = &e.event
+        else {
+            continue;
+        };
+        if lane != USER_HOST {
+            continue;
+        }
+        let Some(n) = f.n_of_remote.get(remote_id.as_str()) else {
+            continue;
+        };
+        if f.task_ids.get(n).is_some_and(|id| f.inserted.contains(id)) {
+            v.push(
+                Invariant::Isolated,
+                Some(task_label(*n)),
+                Some(i),
+                "a compensating cancel of a task whose row was stored",
+            );
+        }
+    }
 }
 
 fn scope_of(f: &Facts<'_>, task_id: &str) -> Option<(String, String)> {

@@ -3,7 +3,7 @@
 
 use crate::ctx::{now_ms, Ctx};
 use crate::history::Event;
-use crate::naming::{owner_name, task_label, task_name, thread_name};
+use crate::naming::{owner_name, task_label, task_name, thread_name, USER_HOST};
 use crate::plan::{request_id_at, TaskPlan, UserAction};
 use crate::ports::{engine, Caller, RpcLauncher, SimEngine};
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
@@ -37,7 +37,7 @@ impl IdSource for RecordingIds {
         let id = self.inner.task_id();
         self.ctx.history.label(id.as_str(), self.n);
         self.ctx.history.record(
-            "user",
+            USER_HOST,
             Some(task_label(self.n)),
             Event::SubmitSent {
                 n: self.n,
@@ -60,14 +60,14 @@ enum Action {
 /// The `user` host's software.
 pub async fn host(ctx: Arc<Ctx>) -> turmoil::Result {
     let caller = Caller {
-        name: "user".into(),
+        name: USER_HOST.into(),
         ctx: ctx.clone(),
         lane: None,
     };
     let launcher = RpcLauncher {
         caller: caller.clone(),
     };
-    let engine: Rc<SimEngine> = Rc::new(engine(caller, None, WorkerId("user".into())));
+    let engine: Rc<SimEngine> = Rc::new(engine(caller, None, WorkerId(USER_HOST.into())));
     let mut threads: Vec<(u32, u32)> = ctx.plan.tasks.iter().map(|t| (t.owner, t.thread)).collect();
     threads.sort();
     threads.dedup();
@@ -94,7 +94,7 @@ pub async fn host(ctx: Arc<Ctx>) -> turmoil::Result {
         let (ctx, engine, assigned) = (ctx.clone(), engine.clone(), assigned.clone());
         let launcher = RpcLauncher {
             caller: Caller {
-                name: "user".into(),
+                name: USER_HOST.into(),
                 ctx: ctx.clone(),
                 lane: None,
             },
@@ -137,7 +137,7 @@ async fn submit(
         .iter()
         .any(|o| o.n != t.n && o.submit_at_ms == t.submit_at_ms)
     {
-        ctx.exercised("submit_burst", "user", None);
+        ctx.exercised("submit_burst", USER_HOST, None);
     }
     let ids = RecordingIds {
         n: t.n,
@@ -158,7 +158,7 @@ async fn submit(
         .map(|id| id.to_string())
         .map_err(|e| e.to_string());
     ctx.history.record(
-        "user",
+        USER_HOST,
         Some(task_label(t.n)),
         Event::SubmitAnswered { n: t.n, answer },
     );
@@ -175,7 +175,7 @@ async fn cancel(
     let by = scope.owner.to_string();
     let label = Some(task_label(n));
     ctx.history.record(
-        "user",
+        USER_HOST,
         label.clone(),
         Event::CancelSent {
             n,
@@ -188,7 +188,7 @@ async fn cancel(
         .await
         .map_err(|e| e.to_string());
     ctx.history
-        .record("user", label, Event::CancelAnswered { n, by, answer });
+        .record(USER_HOST, label, Event::CancelAnswered { n, by, answer });
 }
 
 async fn act(
@@ -224,24 +224,24 @@ async fn act(
         }
         UserAction::ForeignCancel { task, by_owner, .. } => {
             let Some(id) = id_of(task) else { return };
-            ctx.exercised("cancel_foreign", "user", Some(task_label(task)));
+            ctx.exercised("cancel_foreign", USER_HOST, Some(task_label(task)));
             let (intruder, target) = (scope(by_owner, 0), CancelTarget::Id(id));
             cancel(ctx, engine, task, intruder, target, 0).await;
         }
         UserAction::DeleteThread { owner, thread, .. } => {
-            ctx.exercised("thread_deleted", "user", None);
+            ctx.exercised("thread_deleted", USER_HOST, None);
             let thread_id = thread_name(owner, thread).into();
             admin(launcher, GatewayRequest::DeleteThread(thread_id)).await;
             let event = Event::ThreadDeleted {
                 owner: owner_name(owner),
                 thread: thread_name(owner, thread),
             };
-            ctx.history.record("user", None, event);
+            ctx.history.record(USER_HOST, None, event);
         }
         UserAction::Requeue { task, .. } => {
             let Some(id) = id_of(task) else { return };
             if let Ok(RequeueOutcome::Requeued(_)) = engine.requeue_dead_letter(&id).await {
-                ctx.exercised("dead_letter_requeued", "user", Some(task_label(task)));
+                ctx.exercised("dead_letter_requeued", USER_HOST, Some(task_label(task)));
             }
         }
         UserAction::Answer {
@@ -264,7 +264,7 @@ async fn act(
                 thread: thread_name(owner, thread),
                 answer,
             };
-            ctx.history.record("user", None, event);
+            ctx.history.record(USER_HOST, None, event);
         }
     }
 }
@@ -282,7 +282,7 @@ async fn answer(
 ) {
     let mut s = scope(plan.owner, plan.thread);
     if let Some(intruder) = by_owner {
-        ctx.exercised("answer_foreign", "user", Some(task_label(plan.n)));
+        ctx.exercised("answer_foreign", USER_HOST, Some(task_label(plan.n)));
         s.owner = owner_name(intruder).into();
     }
     let by = s.owner.to_string();
@@ -290,7 +290,7 @@ async fn answer(
     let text = format!("answer-SECRET-{by}-{}-{request_id}-{at_ms}", plan.n);
     let label = Some(task_label(plan.n));
     ctx.history.record(
-        "user",
+        USER_HOST,
         label.clone(),
         Event::AnswerSent {
             n: plan.n,
@@ -306,7 +306,7 @@ async fn answer(
     };
     let answer = engine.answer(&s, request).await.map_err(|e| e.to_string());
     ctx.history.record(
-        "user",
+        USER_HOST,
         label,
         Event::AnswerAnswered {
             n: plan.n,
@@ -332,7 +332,7 @@ async fn owner_cancel(
     };
     let s = scope(plan.owner, plan.thread);
     if concurrent {
-        ctx.exercised("cancel_concurrent", "user", Some(task_label(n)));
+        ctx.exercised("cancel_concurrent", USER_HOST, Some(task_label(n)));
         let other = {
             let (ctx, engine, s, target) = (ctx.clone(), engine.clone(), s.clone(), target.clone());
             tokio::task::spawn_local(async move { cancel(&ctx, &engine, n, s, target, 1).await })
@@ -343,10 +343,10 @@ async fn owner_cancel(
         cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
     }
     if matches!(target, CancelTarget::Name(_)) {
-        ctx.exercised("cancel_by_name", "user", Some(task_label(n)));
+        ctx.exercised("cancel_by_name", USER_HOST, Some(task_label(n)));
     }
     for _ in 0..repeats {
-        ctx.exercised("cancel_repeated", "user", Some(task_label(n)));
+        ctx.exercised("cancel_repeated", USER_HOST, Some(task_label(n)));
         tokio::time::sleep(Duration::from_secs(1)).await;
         cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
     }

@@ -94,7 +94,7 @@ fn invalid_thread() -> ApiError {
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "A field breaks a rule, or the server is unknown", body = ErrorBody),
         (status = 502, description = "The remote server did not accept the task", body = ErrorBody),
-        (status = 503, description = "The task store is unavailable", body = ErrorBody),
+        (status = 503, description = "The task could not be saved (its remote task was cancelled again), or saving it was not confirmed: then it is saved once the store answers and reported in the thread, so do not submit it again", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -117,6 +117,12 @@ pub async fn submit<T: TaskService>(
             SubmitError::Remote(m) => ApiError::new(StatusCode::BAD_GATEWAY, neutralise(&m)),
             SubmitError::Duplicate => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             SubmitError::Store(_) => ApiError::unavailable(),
+            // The store's own error text stays in the log, as for `Store`.
+            SubmitError::Unconfirmed(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the task was started but saving it was not confirmed; it is saved and reported \
+                 in this thread once the task store answers, so do not submit it again",
+            ),
         })?;
     st.metrics.submitted();
     tracing::info!(task = %id, server = %server, tool = %tool, "task submitted");
