@@ -159,6 +159,86 @@ fn a_campaign_writes_its_summary() {
     }
 }
 
+#[test]
+fn shards_split_a_campaign_and_their_records_merge_into_its_summary() {
+    let mds = [Scratch::new("s1.md", ""), Scratch::new("s2.md", "")];
+    let records = [Scratch::new("s1.json", ""), Scratch::new("s2.json", "")];
+    let (whole, whole_record) = (Scratch::new("whole.md", ""), Scratch::new("whole.json", ""));
+    let (merged, merged_record) = (Scratch::new("m.md", ""), Scratch::new("m.json", ""));
+    for (shard, md, passed) in [("1/2", &mds[0], 2), ("2/2", &mds[1], 3)] {
+        let args = [
+            "sim",
+            "--seeds",
+            "0..5",
+            "--shard",
+            shard,
+            "--quiet",
+            "--summary",
+        ];
+        let out = tasklatch(&[&args[..], &[md.arg()]].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            stdout(&out).ends_with(&format!("\n{passed} passed, 0 failed\n")),
+            "{shard}: {}",
+            stdout(&out)
+        );
+    }
+    let out = tasklatch(&[
+        "sim",
+        "--merge-summaries",
+        records[0].arg(),
+        records[1].arg(),
+        "--summary",
+        merged.arg(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).ends_with("\n5 passed, 0 failed\n"),
+        "{}",
+        stdout(&out)
+    );
+    let out = tasklatch(&[
+        "sim",
+        "--seeds",
+        "0..5",
+        "--quiet",
+        "--summary",
+        whole.arg(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let read = |s: &Scratch| std::fs::read_to_string(&s.0).expect("read a summary");
+    let (merged_md, whole_md) = (read(&merged), read(&whole));
+    for needle in [
+        "seeds: 5 (5 passed, 0 failed)",
+        "--shard 1/2",
+        "--shard 2/2",
+        "Merged from 2 shard records",
+    ] {
+        assert!(
+            merged_md.contains(needle),
+            "{needle:?} missing from:\n{merged_md}"
+        );
+    }
+    // Everything the seeds decide (counts, coverage) is what one machine running them finds.
+    let decided = |md: &str| md[md.find("## Failures").expect("sections")..].to_owned();
+    assert_eq!(decided(&merged_md), decided(&whole_md));
+    assert!(merged_record.0.exists() && whole_record.0.exists());
+
+    let out = tasklatch(&[
+        "sim",
+        "--merge-summaries",
+        records[0].arg(),
+        records[0].arg(),
+    ]);
+    assert_refused(&out, &["seed 0 is in both", "must not overlap"]);
+    let out = tasklatch(&["sim", "--merge-summaries", mds[0].arg()]);
+    assert_refused(&out, &["s1.md", "line 1"]);
+    let out = tasklatch(&["sim", "--seeds", "0..5", "--shard", "3/2"]);
+    assert_refused(&out, &["expected K/N"]);
+    let out = tasklatch(&["sim", "--seeds", "0..1", "--shard", "1/2"]);
+    assert_refused(&out, &["holds no seed"]);
+}
+
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -8,6 +8,7 @@ use crate::generate::{generate, Knobs};
 use crate::plan::Plan;
 use crate::timing::sim_policy;
 use crate::world::{run, RunOptions, RunOutcome};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,7 +64,8 @@ pub struct CampaignOptions {
 }
 
 /// One seed's result.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SeedResult {
     /// The seed.
     pub seed: u64,
@@ -97,6 +99,7 @@ pub struct Progress {
 }
 
 /// A finished campaign.
+#[derive(Debug)]
 pub struct CampaignReport {
     /// Per seed, in seed order (only seeds that ran).
     pub results: Vec<SeedResult>,

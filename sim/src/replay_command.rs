@@ -2,11 +2,13 @@
 //! print, so a failure found anywhere is one copy-paste away.
 
 use crate::gateway_mode::GatewayMode;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 use tasklatch_core::mutation::Mutant;
 
 /// How the run to replay was set up: store, command-line knobs and planted bug.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReplayCommand {
     /// The run used Postgres (`--store pg`).
     pub postgres: bool,

@@ -1,10 +1,11 @@
 //! Campaign summaries: the lines a campaign prints (coverage, speed, one line per failing seed
 //! with its replay command, `N passed, M failed`), and the Markdown file (`--summary`) with
 //! what ran, what failed and how to replay it, fault coverage per kind, invariant counts and
-//! speed.
+//! speed — with the campaign's JSON record beside it (see [`crate::merge`]).
 
 use crate::campaign::CampaignReport;
 use crate::checker::Counts;
+use crate::merge::{self, CampaignRecord};
 use crate::replay_command::ReplayCommand;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -46,28 +47,45 @@ pub fn console(report: &CampaignReport, replay: &ReplayCommand) -> Vec<String> {
     lines
 }
 
-/// Writes the Markdown summary of a campaign to `path` (see [`markdown`]).
+/// Writes the Markdown summary of a campaign to `path` (see [`markdown`]) and its record
+/// beside it ([`merge::record_path`]).
 pub fn write(
     path: &Path,
     report: &CampaignReport,
-    command: &str,
+    commands: &[String],
     replay: &ReplayCommand,
 ) -> Result<(), String> {
-    std::fs::write(path, markdown(report, command, replay))
-        .map_err(|e| format!("cannot write summary {}: {e}", path.display()))
+    std::fs::write(path, markdown(report, commands, replay))
+        .map_err(|e| format!("cannot write summary {}: {e}", path.display()))?;
+    let record = CampaignRecord {
+        format: merge::FORMAT,
+        command: commands.join("\n"),
+        replay: replay.clone(),
+        results: report.results.clone(),
+        wall: report.wall,
+    };
+    merge::write(&merge::record_path(path), &record)
 }
 
-/// The Markdown summary of a campaign. `command` is the command line that ran it; `replay`
-/// gives the replay command of a failing seed.
-pub fn markdown(report: &CampaignReport, command: &str, replay: &ReplayCommand) -> String {
+/// The Markdown summary of a campaign. `commands` are the command lines that ran it (one per
+/// shard when merged); `replay` gives the replay command of a failing seed.
+pub fn markdown(report: &CampaignReport, commands: &[String], replay: &ReplayCommand) -> String {
     let n = report.results.len();
     let failures: Vec<_> = report.failures().collect();
     let wall = report.wall.as_secs_f64().max(1e-9);
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "# Simulation campaign\n\nRegenerate with:\n\n```sh\n{command}\n```\n"
+        "# Simulation campaign\n\nRegenerate with:\n\n```sh\n{}\n```\n",
+        commands.join("\n")
     );
+    if commands.len() > 1 {
+        let _ = writeln!(
+            md,
+            "Merged from {} shard records; the wall time below is their sum (machine time).\n",
+            commands.len()
+        );
+    }
     let _ = writeln!(
         md,
         "- seeds: {n} ({} passed, {} failed)",

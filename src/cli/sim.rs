@@ -13,9 +13,10 @@ use tasklatch_sim::gateway_mode::GatewayMode;
 use tasklatch_sim::generate::{generate, Knobs};
 use tasklatch_sim::plan::Plan;
 use tasklatch_sim::replay_command::ReplayCommand;
+use tasklatch_sim::shard::Shard;
 use tasklatch_sim::shrink::{ShrinkOptions, ShrinkProgress};
 use tasklatch_sim::world::RunOptions;
-use tasklatch_sim::{fixture, mutants, replay, summary};
+use tasklatch_sim::{fixture, merge, mutants, replay, summary};
 
 /// Where the simulated `db` host keeps its rows.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, ValueEnum)]
@@ -34,7 +35,7 @@ pub enum StoreKind {
 /// and checks the history against DOMAIN §9. The same seed always yields the same history hash.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  tasklatch sim --seeds 0..500\n  tasklatch sim --seed 42 --trace t.jsonl\n  tasklatch sim --store pg --seeds 0..50\n  cargo run --release --features mutations -- sim --mutants --seeds 0..200"
+    after_help = "Examples:\n  tasklatch sim --seeds 0..500\n  tasklatch sim --seeds 0..20000 --shard 1/4 --summary shard1.md   (and 2/4 … on other machines)\n  tasklatch sim --merge-summaries shard1.json shard2.json shard3.json shard4.json --summary all.md\n  tasklatch sim --seed 42 --trace t.jsonl\n  tasklatch sim --store pg --seeds 0..50\n  cargo run --release --features mutations -- sim --mutants --seeds 0..200"
 )]
 pub struct SimArgs {
     /// Run a campaign over these seeds, `A..B` (B excluded).
@@ -97,9 +98,21 @@ pub struct SimArgs {
     /// At most this many simulation runs while shrinking.
     #[arg(long, default_value_t = 400, requires = "shrink")]
     shrink_runs: usize,
-    /// Write a Markdown summary of the campaign.
-    #[arg(long, requires = "seeds")]
+    /// Write a Markdown summary of the campaign (or of the merged records), and its JSON
+    /// record beside it (the same path with `.json`), which `--merge-summaries` reads.
+    #[arg(long)]
     summary: Option<std::path::PathBuf>,
+    /// Run only shard K of N of the `--seeds` range (`--shard 2/4`): N contiguous, disjoint
+    /// slices that together hold every seed once, one per machine; merge their records with
+    /// `--merge-summaries`.
+    #[arg(long, requires = "seeds", conflicts_with = "mutants")]
+    shard: Option<Shard>,
+    /// Merge the JSON records of one campaign's shards (written beside each `--summary`) into
+    /// one summary: prints it like a campaign, writes `--summary` if given, fails if any seed
+    /// failed. Refuses records of differently set-up runs and overlapping seeds.
+    #[arg(long, num_args = 1.., value_name = "RECORD.json",
+          conflicts_with_all = ["seeds", "seed", "plan", "replay_trace", "mutants"])]
+    merge_summaries: Vec<std::path::PathBuf>,
     /// Print the replayed run's plan as JSON.
     #[arg(long)]
     print_plan: bool,
@@ -138,6 +151,12 @@ pub fn run(args: SimArgs) -> anyhow::Result<ExitCode> {
         tick: Duration::from_millis(args.tick_ms),
         ..RunOptions::default()
     };
+    if args.summary.is_some() && args.seeds.is_none() && args.merge_summaries.is_empty() {
+        bail!("--summary needs a campaign (--seeds A..B) or records to merge (--merge-summaries)");
+    }
+    if !args.merge_summaries.is_empty() {
+        return merge_summaries(&args);
+    }
     if args.mutants {
         return mutant_table(&args, factory, run_opts);
     }
@@ -303,15 +322,50 @@ fn campaign_run(
     factory: BackendFactory,
     run: RunOptions,
 ) -> anyhow::Result<ExitCode> {
+    let seeds = match args.shard {
+        Some(shard) => {
+            let slice = shard.seeds(seeds.clone());
+            if slice.is_empty() {
+                bail!(
+                    "shard {shard} of {}..{} holds no seed: use fewer shards than seeds",
+                    seeds.start,
+                    seeds.end
+                );
+            }
+            slice
+        }
+        None => seeds,
+    };
     let opts = campaign_options(args, seeds, run, args.mutant, false);
     let report = campaign(&opts, factory, args.quiet)?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    summarise(args, &report, &[command], &replay_command(args))
+}
+
+/// Writes `--summary` (with its record) if asked, prints the campaign's lines, and exits
+/// non-zero if any seed failed.
+fn summarise(
+    args: &SimArgs,
+    report: &CampaignReport,
+    commands: &[String],
+    replay: &ReplayCommand,
+) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.summary {
-        let command = std::env::args().collect::<Vec<_>>().join(" ");
-        summary::write(path, &report, &command, &replay_command(args)).map_err(Error::msg)?;
+        summary::write(path, report, commands, replay).map_err(Error::msg)?;
     }
-    print_lines(&summary::console(&report, &replay_command(args)));
-    let passed = report.failures().next().is_none();
-    Ok(exit(passed))
+    print_lines(&summary::console(report, replay));
+    Ok(exit(report.failures().next().is_none()))
+}
+
+fn merge_summaries(args: &SimArgs) -> anyhow::Result<ExitCode> {
+    let records = args
+        .merge_summaries
+        .iter()
+        .map(|path| merge::read(path).map(|r| (path.clone(), r)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::msg)?;
+    let merged = merge::merge(records).map_err(Error::msg)?;
+    summarise(args, &merged.report, &merged.commands, &merged.replay)
 }
 
 fn replay_plan(
