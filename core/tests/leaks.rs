@@ -5,10 +5,6 @@
 
 mod support;
 
-use std::fmt::{Debug, Write as _};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-
 use support::*;
 use tasklatch_core::engine::SubmitError;
 use tasklatch_core::ids::TaskId;
@@ -34,59 +30,6 @@ fn echo(tag: &str, what: &str) -> String {
 
 fn assert_sealed(what: &str, text: &str) {
     assert!(!text.contains(MARK), "{what} leaks a secret:\n{text}");
-}
-
-// ------------------------------------------------------------------------------------------
-// a tracing subscriber that keeps every field of every span and event
-// ------------------------------------------------------------------------------------------
-
-#[derive(Clone, Default)]
-struct Capture {
-    out: Arc<Mutex<String>>,
-    ids: Arc<AtomicU64>,
-}
-
-struct Fields<'a>(&'a mut String);
-
-impl tracing::field::Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn Debug) {
-        let _ = write!(self.0, "{}={:?} ", field.name(), value);
-    }
-}
-
-impl tracing::Subscriber for Capture {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-
-    fn new_span(&self, attrs: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        let mut out = lock(&self.out);
-        let _ = write!(out, "\nspan {} ", attrs.metadata().name());
-        attrs.record(&mut Fields(&mut out));
-        tracing::span::Id::from_u64(self.ids.fetch_add(1, Ordering::SeqCst) + 1)
-    }
-
-    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
-        values.record(&mut Fields(&mut lock(&self.out)));
-    }
-
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut out = lock(&self.out);
-        let _ = write!(out, "\n{} ", event.metadata().level());
-        event.record(&mut Fields(&mut out));
-    }
-
-    fn enter(&self, _: &tracing::span::Id) {}
-
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
-impl Capture {
-    fn text(&self) -> String {
-        lock(&self.out).clone()
-    }
 }
 
 // ------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }))
         };
         if c.row.cancel.failures >= CANCEL_BUDGET {
+            tracing::warn!(task = %c.row.id(), failures = c.row.cancel.failures, "cancel budget spent: cancel dead-lettered, polling resumes");
             return write(CancelAction::BudgetExhausted);
         }
         if !self.may_call_out(&c.lease) {
@@ -78,7 +79,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 bounded(&snapshot::storable(&detail, handle), MAX_STORED_ERROR),
             ))),
             Err(e @ (DriverError::Unavailable { .. } | DriverError::Rejected(_))) => {
-                CancelAction::Failed(snapshot::storable(&e.to_string(), handle))
+                let error = snapshot::storable(&e.to_string(), handle);
+                tracing::warn!(task = %c.row.id(), failures = c.row.cancel.failures + 1, error = %error, "remote cancel failed");
+                CancelAction::Failed(error)
             }
         };
         tracing::debug!(task = %c.row.id(), token = ?c.lease.token, "remote cancel answered");

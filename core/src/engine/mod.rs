@@ -20,7 +20,7 @@ mod submit;
 pub use api::ApiError;
 pub use submit::{SubmitCommand, SubmitError};
 
-use crate::ids::{ServerId, WorkerId};
+use crate::ids::{ServerId, TaskId, WorkerId};
 use crate::lease::LeaseKind;
 use crate::policy::Policy;
 use crate::ports::{Clock, Driver, Launcher};
@@ -66,6 +66,7 @@ pub struct PassReport {
 /// outcome is unknown (to be inserted again), or only its remote task, once the store refused
 /// the row (to be cancelled).
 struct PendingCompensation {
+    task: TaskId,
     server: ServerId,
     handle: RemoteHandle,
     row: Option<TaskRow>,

@@ -2,12 +2,14 @@
 //! launch a run for the frozen snapshot or look at the run already dispatched.
 
 use super::{Engine, LoopReport};
+use crate::ids::TaskId;
 use crate::lease::LeaseKind;
 use crate::mutation::{self, Mutant};
 use crate::policy::FAILURE_BUDGET;
 use crate::ports::{Clock, Driver, LaunchOutcome, Launcher, RunRequest, RunStatus};
 use crate::status::NotifyStatus;
 use crate::store::{Claimed, NotifyWrite, Release, Store};
+use crate::task::Outbox;
 use crate::text::notification_prompt;
 use crate::transitions::outbox::{idempotency_key, NotifyAction};
 use futures::future::join_all;
@@ -60,6 +62,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let budget_spent = o.failures >= FAILURE_BUDGET;
         let late_budget_check = mutation::active(Mutant::BudgetCheckedAfterLaunch);
         if budget_spent && !late_budget_check {
+            log_failure(c.row.id(), o, &NotifyAction::BudgetExhausted);
             return write(NotifyAction::BudgetExhausted);
         }
         if !self.may_call_out(&c.lease) {
@@ -106,6 +109,34 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         if budget_spent {
             return write(NotifyAction::BudgetExhausted);
         }
+        log_failure(c.row.id(), o, &action);
         write(action)
+    }
+}
+
+/// Logs a failed step of a notification with its task, version and attempt (at `warn`: each
+/// is counted against the failure budget, or ends the notification).
+fn log_failure(task: &TaskId, o: &Outbox, action: &NotifyAction) {
+    let (version, attempt) = (o.dispatch_version, o.dispatch_attempt);
+    match action {
+        NotifyAction::LaunchFailed(error) => {
+            tracing::warn!(task = %task, version, attempt, error = %error, "notification launch failed")
+        }
+        NotifyAction::RunFailed(error) => {
+            tracing::warn!(task = %task, version, attempt, error = %error, "notification run failed")
+        }
+        NotifyAction::LookupFailed(error) => {
+            tracing::warn!(task = %task, version, attempt, error = %error, "notification run lookup failed")
+        }
+        NotifyAction::ThreadGone => {
+            tracing::warn!(task = %task, version, "thread gone (404): notification dead-lettered")
+        }
+        NotifyAction::BudgetExhausted => {
+            tracing::warn!(task = %task, version, failures = o.failures, "failure budget spent: notification dead-lettered")
+        }
+        NotifyAction::Launched(_)
+        | NotifyAction::Busy
+        | NotifyAction::RunSucceeded
+        | NotifyAction::RunPending => {}
     }
 }

@@ -8,7 +8,7 @@
 
 use super::{Engine, LoopReport};
 use crate::lease::LeaseKind;
-use crate::policy::{bounded, MAX_STORED_ERROR};
+use crate::policy::{bounded, DEGRADED_AFTER, MAX_STORED_ERROR};
 use crate::ports::{Clock, Driver, DriverError, Launcher};
 use crate::remote::{ErrorClass, PollError};
 use crate::snapshot::{self, ProtocolError};
@@ -83,23 +83,22 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let answer = self.driver.get_status(&c.row.identity.server, handle).await;
         let at = self.clock.now();
         let update = match answer {
-            Ok(report) => poll::on_report(
-                &c.row,
-                snapshot::validate(&report, handle),
-                at,
-                &self.policy,
-            ),
+            Ok(report) => {
+                let checked = snapshot::validate(&report, handle);
+                if let Err(broken) = &checked {
+                    log_protocol_error(c, broken);
+                }
+                poll::on_report(&c.row, checked, at, &self.policy)
+            }
             Err(DriverError::UnknownTask) => {
+                log_protocol_error(c, &ProtocolError::UnknownTask);
                 poll::on_report(&c.row, Err(ProtocolError::UnknownTask), at, &self.policy)
             }
             Err(DriverError::Malformed(detail)) => {
                 let detail = bounded(&snapshot::storable(&detail, handle), MAX_STORED_ERROR);
-                poll::on_report(
-                    &c.row,
-                    Err(ProtocolError::Malformed(detail)),
-                    at,
-                    &self.policy,
-                )
+                let broken = ProtocolError::Malformed(detail);
+                log_protocol_error(c, &broken);
+                poll::on_report(&c.row, Err(broken), at, &self.policy)
             }
             Err(DriverError::Unavailable { class, message }) => {
                 let error = PollError {
@@ -117,6 +116,13 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }
         };
         tracing::debug!(task = %c.row.id(), token = ?c.lease.token, status = %update.remote.status, errors = update.consecutive_errors, "polled");
+        if let Some(error) = update
+            .last_error
+            .as_ref()
+            .filter(|_| update.consecutive_errors == DEGRADED_AFTER)
+        {
+            tracing::warn!(task = %c.row.id(), errors = update.consecutive_errors, class = error.class.as_str(), error = %error.message, "polls keep failing: tracking degraded");
+        }
         PollStep::Write(Box::new(PollWrite {
             task_id: c.row.id().clone(),
             lease: c.lease.clone(),
@@ -124,4 +130,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             update,
         }))
     }
+}
+
+/// A report that broke the protocol ends the task as failed: logged with its task.
+fn log_protocol_error(c: &Claimed, broken: &ProtocolError) {
+    tracing::warn!(task = %c.row.id(), error = %broken, "the remote report broke the protocol: task marked failed");
 }

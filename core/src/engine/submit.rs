@@ -78,6 +78,7 @@ enum Insert {
 /// refused it (a later pass cancels the remote task).
 struct Armed<'a> {
     queue: &'a Mutex<Vec<PendingCompensation>>,
+    task: TaskId,
     server: ServerId,
     handle: Option<RemoteHandle>,
     row: Option<TaskRow>,
@@ -99,6 +100,7 @@ impl Drop for Armed<'_> {
         if let Some(handle) = self.handle.take() {
             let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
             queue.push(PendingCompensation {
+                task: self.task.clone(),
                 server: self.server.clone(),
                 handle,
                 row: self.row.take(),
@@ -144,6 +146,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let row = new_row(identity, first, now, &self.policy);
         let mut armed = Armed {
             queue: &self.compensations,
+            task: task_id.clone(),
             server: row.identity.server.clone(),
             handle: Some(handle.clone()),
             row: Some(row.clone()),
@@ -185,8 +188,14 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 let cancelled = self.driver.cancel(&server, &handle).await;
                 armed.disarm();
                 if let Err(cancel_error) = cancelled {
-                    tracing::warn!(error = %snapshot::storable(&cancel_error.to_string(), &handle), "compensating cancel failed; queued");
-                    self.queue_compensation(server, handle, None, 1);
+                    tracing::warn!(task = %task_id, error = %snapshot::storable(&cancel_error.to_string(), &handle), "compensating cancel failed; queued");
+                    self.queue_compensation(PendingCompensation {
+                        task: task_id,
+                        server,
+                        handle,
+                        row: None,
+                        attempts: 1,
+                    });
                 }
                 Err(SubmitError::Store(e))
             }
@@ -215,20 +224,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         }
     }
 
-    fn queue_compensation(
-        &self,
-        server: ServerId,
-        handle: RemoteHandle,
-        row: Option<TaskRow>,
-        attempts: u32,
-    ) {
+    fn queue_compensation(&self, pending: PendingCompensation) {
         let mut queue = self.compensations.lock().unwrap_or_else(|p| p.into_inner());
-        queue.push(PendingCompensation {
-            server,
-            handle,
-            row,
-            attempts,
-        });
+        queue.push(pending);
     }
 
     /// Settles submits that did not: a row whose insert was never confirmed is inserted again
@@ -241,23 +239,25 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let pending =
             std::mem::take(&mut *self.compensations.lock().unwrap_or_else(|p| p.into_inner()));
         let mut cancelled = 0;
-        for p in pending {
+        for mut p in pending {
             let again = p.attempts + 1 < COMPENSATION_ATTEMPTS;
-            if let Some(row) = p.row {
+            p.attempts += 1;
+            if let Some(row) = p.row.take() {
                 match self.insert_again(&row).await {
                     Insert::Stored => {
-                        tracing::info!(task = %row.id(), "unconfirmed insert saved after all")
+                        tracing::info!(task = %p.task, "unconfirmed insert saved after all")
                     }
                     Insert::Duplicate => {}
                     Insert::Refused(e) => {
-                        tracing::warn!(task = %row.id(), error = %e, "unconfirmed insert refused; its remote task is cancelled");
-                        self.queue_compensation(p.server, p.handle, None, p.attempts + 1);
+                        tracing::warn!(task = %p.task, error = %e, "unconfirmed insert refused; its remote task is cancelled");
+                        self.queue_compensation(p);
                     }
                     Insert::Unknown(_) if again => {
-                        self.queue_compensation(p.server, p.handle, Some(row), p.attempts + 1)
+                        p.row = Some(row);
+                        self.queue_compensation(p);
                     }
                     Insert::Unknown(e) => tracing::warn!(
-                        task = %row.id(), error = %e,
+                        task = %p.task, error = %e,
                         "insert still unconfirmed after {COMPENSATION_ATTEMPTS} attempts; given up, its remote task left running"
                     ),
                 }
@@ -265,10 +265,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }
             match self.driver.cancel(&p.server, &p.handle).await {
                 Ok(_) => cancelled += 1,
-                Err(_) if again => {
-                    self.queue_compensation(p.server, p.handle, None, p.attempts + 1)
-                }
+                Err(_) if again => self.queue_compensation(p),
                 Err(_) => tracing::warn!(
+                    task = %p.task,
                     "compensating cancel given up after {COMPENSATION_ATTEMPTS} attempts"
                 ),
             }

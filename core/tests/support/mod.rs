@@ -8,11 +8,14 @@
 //! - [`TestStore`]: the real [`MemStore`] behind an `Arc` (so several engines share it), with
 //!   injectable insert faults and poisoned rows.
 //! - [`World`]: all of the above wired together, with engines for any worker id.
+//! - [`Capture`]: a tracing subscriber that keeps every log line and span field as text.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::{Debug, Write as _};
 use std::future::Future;
 use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -978,5 +981,60 @@ impl World {
 
     pub async fn row(&self, id: &TaskId) -> TaskRow {
         self.store.row(id).await
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// a tracing subscriber that keeps every field of every span and event
+// ------------------------------------------------------------------------------------------
+
+/// A tracing subscriber that keeps every field of every span and event as text.
+#[derive(Clone, Default)]
+pub struct Capture {
+    out: Arc<Mutex<String>>,
+    ids: Arc<AtomicU64>,
+}
+
+struct Fields<'a>(&'a mut String);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn Debug) {
+        let _ = write!(self.0, "{}={:?} ", field.name(), value);
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, attrs: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let mut out = lock(&self.out);
+        let _ = write!(out, "\nspan {} ", attrs.metadata().name());
+        attrs.record(&mut Fields(&mut out));
+        tracing::span::Id::from_u64(self.ids.fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        values.record(&mut Fields(&mut lock(&self.out)));
+    }
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut out = lock(&self.out);
+        let _ = write!(out, "\n{} ", event.metadata().level());
+        event.record(&mut Fields(&mut out));
+    }
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+impl Capture {
+    /// Everything captured so far.
+    pub fn text(&self) -> String {
+        lock(&self.out).clone()
     }
 }
