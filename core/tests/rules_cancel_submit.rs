@@ -691,6 +691,23 @@ async fn an_unconfirmed_insert_the_store_then_refuses_is_compensated() {
 }
 
 #[tokio::test]
+async fn a_blank_remote_task_id_is_refused_and_nothing_is_stored() {
+    for blank in ["", "  "] {
+        let w = World::new();
+        let e = w.engine("w1");
+        w.driver.on_submit(blank, None);
+        let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
+        assert_eq!(
+            err,
+            SubmitError::Remote("the remote server answered with a blank task id".into()),
+            "{blank:?}"
+        );
+        assert!(w.store.rows().await.is_empty());
+        assert_eq!(e.pending_compensations(), 0);
+    }
+}
+
+#[tokio::test]
 async fn a_duplicate_remote_handle_is_rejected_without_cancelling_the_existing_task() {
     let w = World::new();
     let e = w.engine("w1");

@@ -131,6 +131,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .await
             .map_err(|e| SubmitError::Remote(bounded(&e.to_string(), MAX_SHOWN_ERROR)))?;
         let handle = submitted.handle;
+        if handle.remote_task_id.expose().trim().is_empty() {
+            // Nothing could ever reach that task again (not even a compensating cancel).
+            return Err(SubmitError::Remote(
+                "the remote server answered with a blank task id".into(),
+            ));
+        }
         let now = self.clock.now();
         let first = submitted.report.map(|r| snapshot::validate(&r, &handle));
         let identity = Identity {
