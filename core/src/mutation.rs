@@ -55,11 +55,15 @@ pub enum Mutant {
     /// The in-memory poll claim skips every task with a cancel requested, also after the cancel
     /// was acknowledged or dead-lettered (the task is left unwatched).
     PollClaimSkipsCancelRequested,
+    /// Redaction cuts whole secrets one after the other, shortest first, and none under
+    /// `MIN_REDACTABLE` bytes: driver data holding the remote id keeps its rest readable, and
+    /// short ids and partial echoes are never cut.
+    RedactionShortestFirst,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 20] = [
+    pub const ALL: [Mutant; 21] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -80,6 +84,7 @@ impl Mutant {
         Mutant::AnswerRecordedWhenNotAsked,
         Mutant::AnswerOwnerNotChecked,
         Mutant::PollClaimSkipsCancelRequested,
+        Mutant::RedactionShortestFirst,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -109,6 +114,7 @@ impl Mutant {
             Mutant::AnswerRecordedWhenNotAsked => "answer-recorded-when-not-asked",
             Mutant::AnswerOwnerNotChecked => "answer-owner-not-checked",
             Mutant::PollClaimSkipsCancelRequested => "poll-claim-skips-cancel-requested",
+            Mutant::RedactionShortestFirst => "redaction-shortest-first",
         }
     }
 

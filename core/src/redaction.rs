@@ -1,0 +1,159 @@
+//! Cutting secrets out of untrusted text: whole secrets, short secrets standing as a token, and
+//! partial echoes.
+//!
+//! Every match is found in the original text and the union of the matched bytes is cut, each
+//! maximal run of cut characters becoming one `[redacted]`. No secret's match depends on
+//! another being cut first, so a secret nested in another (driver data that contains the
+//! remote id) is cut whole, as a longest-first pass would — whatever the order of the secrets.
+//!
+//! The rules, by the secret's length in bytes:
+//! - empty: never searched;
+//! - under [`MIN_REDACTABLE`] (a numeric remote id "42"): cut where it stands as a whole token,
+//!   i.e. not touching an alphanumeric character on either side — "task 42 done" loses it,
+//!   "1420" and "banana" (for "a") do not;
+//! - from [`MIN_REDACTABLE`]: cut wherever it occurs;
+//! - from [`FRAGMENT`]: moreover any [`FRAGMENT`]-byte piece of it is cut wherever it occurs,
+//!   so a truncated or partial echo is cut too (the union of the pieces covers any longer
+//!   fragment).
+//!
+//! Over-redaction is the accepted cost: a text sharing [`FRAGMENT`] bytes with a secret loses
+//! them even where they were innocent (driver data holding a common word cuts that word).
+//!
+//! Cost: O((|text| + Σ|secret|) · [`FRAGMENT`] · log Σ|secret|) time — one ordered-set insert
+//! per secret byte and one lookup per text byte, each comparing at most [`FRAGMENT`] bytes per
+//! step, plus a substring search per secret shorter than [`FRAGMENT`] (O(|text| · [`FRAGMENT`]))
+//! — and one flag per text byte. Secrets are bounded by [`crate::policy`] (at most
+//! [`crate::policy::MAX_ID`] and [`crate::policy::MAX_DRIVER_DATA`] characters, so at most a
+//! few thousand pieces); texts by what the drivers accept.
+
+use std::collections::BTreeSet;
+
+/// Secrets shorter than this (in bytes) are cut only where they stand as a whole token: a
+/// one-letter id cut everywhere would shred every text.
+pub const MIN_REDACTABLE: usize = 6;
+
+/// Any piece of a secret this long (in bytes) is cut wherever it occurs: long enough that an
+/// innocent text rarely shares it with a random token, short enough to catch an echo cut to a
+/// few characters of a token.
+pub const FRAGMENT: usize = 8;
+
+/// What replaces each maximal run of cut characters.
+pub const PLACEHOLDER: &str = "[redacted]";
+
+/// `text` with every match of `secrets` (by the module's rules) replaced by [`PLACEHOLDER`].
+pub fn redact(text: &str, secrets: &[&str]) -> String {
+    let mut cut = vec![false; text.len()];
+    let mut pieces: BTreeSet<&[u8]> = BTreeSet::new();
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        if secret.len() < MIN_REDACTABLE {
+            for at in occurrences(text, secret) {
+                if stands_alone(text, at, secret.len()) {
+                    cut[at..at + secret.len()].fill(true);
+                }
+            }
+        } else if secret.len() < FRAGMENT {
+            for at in occurrences(text, secret) {
+                cut[at..at + secret.len()].fill(true);
+            }
+        } else {
+            pieces.extend(secret.as_bytes().windows(FRAGMENT));
+        }
+    }
+    if !pieces.is_empty() {
+        for (at, window) in text.as_bytes().windows(FRAGMENT).enumerate() {
+            if pieces.contains(window) {
+                cut[at..at + FRAGMENT].fill(true);
+            }
+        }
+    }
+    assemble(text, &cut)
+}
+
+/// Byte offsets of every occurrence of `needle` in `text`, overlapping ones included.
+fn occurrences<'a>(text: &'a str, needle: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let at = from + text.get(from..)?.find(needle)?;
+        from = at + text[at..].chars().next().map_or(1, char::len_utf8);
+        Some(at)
+    })
+}
+
+/// Whether the `len` bytes at `at` touch no alphanumeric character on either side.
+fn stands_alone(text: &str, at: usize, len: usize) -> bool {
+    let before = text[..at].chars().next_back();
+    let after = text[at + len..].chars().next();
+    !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+}
+
+/// `text` with each maximal run of characters having a cut byte replaced by [`PLACEHOLDER`].
+fn assemble(text: &str, cut: &[bool]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_cut = false;
+    for (at, c) in text.char_indices() {
+        if cut[at..at + c.len_utf8()].contains(&true) {
+            if !in_cut {
+                out.push_str(PLACEHOLDER);
+            }
+            in_cut = true;
+        } else {
+            out.push(c);
+            in_cut = false;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_secrets_are_cut_whole_in_either_order() {
+        let remote = "rem-7-abcdef";
+        let data = format!("sess-TOKEN-0042/{remote}");
+        let text = format!("handle {remote} data {data}!");
+        let want = "handle [redacted] data [redacted]!";
+        assert_eq!(redact(&text, &[remote, &data]), want);
+        assert_eq!(redact(&text, &[&data, remote]), want);
+    }
+
+    #[test]
+    fn a_short_secret_is_cut_only_as_a_whole_token() {
+        assert_eq!(redact("task 42 done", &["42"]), "task [redacted] done");
+        assert_eq!(redact("42", &["42"]), "[redacted]");
+        assert_eq!(redact("(42)/42.", &["42"]), "([redacted])/[redacted].");
+        assert_eq!(redact("1420 and 4242", &["42"]), "1420 and 4242");
+        assert_eq!(redact("banana", &["a"]), "banana");
+        assert_eq!(redact("é42é", &["42"]), "é42é");
+    }
+
+    #[test]
+    fn a_partial_echo_of_a_long_secret_is_cut() {
+        let token = "tok-9f8e7d6c5b4a3210";
+        assert_eq!(
+            redact("session tok-9f8e7d6c… expired", &[token]),
+            "session [redacted]… expired"
+        );
+        assert_eq!(
+            redact("tail 6c5b4a3210", &[token]),
+            "tail [redacted]"
+        );
+        // Shorter than a fragment: left alone.
+        assert_eq!(redact("tok-9f8", &[token]), "tok-9f8");
+    }
+
+    #[test]
+    fn a_mid_length_secret_is_cut_anywhere_and_only_whole() {
+        assert_eq!(redact("xxabc123yy", &["abc123"]), "xx[redacted]yy");
+        assert_eq!(redact("abc12", &["abc123"]), "abc12");
+    }
+
+    #[test]
+    fn multi_byte_text_is_cut_on_character_boundaries() {
+        let secret = "ünïcödé-sêcret";
+        let text = format!("«{secret}» and ünïc");
+        assert_eq!(redact(&text, &[secret]), "«[redacted]» and ünïc");
+        assert_eq!(redact("", &[secret, "", "a"]), "");
+    }
+}
