@@ -12,12 +12,16 @@
 //!   i.e. not touching an alphanumeric character on either side — "task 42 done" loses it,
 //!   "1420" and "banana" (for "a") do not;
 //! - from [`MIN_REDACTABLE`]: cut wherever it occurs;
-//! - from [`FRAGMENT`]: moreover any [`FRAGMENT`]-byte piece of it is cut wherever it occurs,
-//!   so a truncated or partial echo is cut too (the union of the pieces covers any longer
-//!   fragment).
+//! - from [`FRAGMENT`]: moreover any token-like [`FRAGMENT`]-byte piece of it is cut wherever it
+//!   occurs, so a truncated or partial echo is cut too (the union of the pieces covers any
+//!   longer fragment). A piece is token-like unless it is [`word_like`]: made only of lowercase
+//!   ASCII letters, spaces and ASCII punctuation. Word-like pieces are the structure of driver
+//!   data (`{"protocol":"extension"}`), not its secret material; cutting them would cut words
+//!   such as "protocol" out of every result. A secret with no token-like piece is cut whole
+//!   only.
 //!
-//! Over-redaction is the accepted cost: a text sharing [`FRAGMENT`] bytes with a secret loses
-//! them even where they were innocent (driver data holding a common word cuts that word).
+//! Over-redaction is the accepted cost: a text sharing a token-like [`FRAGMENT`]-byte piece with
+//! a secret loses it even where it was innocent.
 //!
 //! Cost: O((|text| + Σ|secret|) · [`FRAGMENT`] · log Σ|secret|) time — one ordered-set insert
 //! per secret byte and one lookup per text byte, each comparing at most [`FRAGMENT`] bytes per
@@ -56,7 +60,15 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
                 cut[at..at + secret.len()].fill(true);
             }
         } else {
-            pieces.extend(secret.as_bytes().windows(FRAGMENT));
+            for at in occurrences(text, secret) {
+                cut[at..at + secret.len()].fill(true);
+            }
+            pieces.extend(
+                secret
+                    .as_bytes()
+                    .windows(FRAGMENT)
+                    .filter(|p| !word_like(p)),
+            );
         }
     }
     if !pieces.is_empty() {
@@ -67,6 +79,15 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
         }
     }
     assemble(text, &cut)
+}
+
+/// Whether `piece` is made only of lowercase ASCII letters, spaces and ASCII punctuation: the
+/// shape of words and of a format's structure, not of a token (which has a digit, a capital or
+/// a non-ASCII byte).
+pub fn word_like(piece: &[u8]) -> bool {
+    piece
+        .iter()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_punctuation() || *b == b' ')
 }
 
 /// Byte offsets of every occurrence of `needle` in `text`, overlapping ones included.
@@ -135,12 +156,25 @@ mod tests {
             redact("session tok-9f8e7d6c… expired", &[token]),
             "session [redacted]… expired"
         );
-        assert_eq!(
-            redact("tail 6c5b4a3210", &[token]),
-            "tail [redacted]"
-        );
+        assert_eq!(redact("tail 6c5b4a3210", &[token]), "tail [redacted]");
         // Shorter than a fragment: left alone.
         assert_eq!(redact("tok-9f8", &[token]), "tok-9f8");
+    }
+
+    #[test]
+    fn word_like_pieces_of_driver_data_are_not_cut_alone() {
+        let data = r#"{"protocol":"legacy","session":"Sx81-44aZ"}"#;
+        assert_eq!(
+            redact("the protocol is legacy; session: open", &[data]),
+            "the protocol is legacy; session: open"
+        );
+        assert_eq!(
+            redact(r#"kept {"protocol":"legacy","session":"Sx81…"#, &[data]),
+            r#"kept {"protocol":"legacy","ses[redacted]…"#
+        );
+        let words = r#"{"protocol":"extension"}"#;
+        assert_eq!(redact("protocol extension", &[words]), "protocol extension");
+        assert_eq!(redact(&format!("<{words}>"), &[words]), "<[redacted]>");
     }
 
     #[test]

@@ -2,19 +2,21 @@
 //!
 //! The remote handles' secrets are matched the way the engine must redact them
 //! ([`tasklatch_core::redaction`]), written here independently so a redaction bug is not
-//! shared by its judge: any [`FRAGMENT`]-byte piece of a long secret, a secret from
-//! [`MIN_REDACTABLE`] bytes anywhere, and a shorter one where it stands as a whole token (a
-//! maximal run of alphanumeric characters; a short secret that is not alphanumeric itself is
-//! matched anywhere). The users' answers are matched whole: the engine redacts them whole.
+//! shared by its judge: a secret from [`MIN_REDACTABLE`] bytes anywhere, any token-like
+//! (not [`word_like`]) [`FRAGMENT`]-byte piece of a longer one anywhere, and a shorter one where
+//! it stands as a whole token (a maximal run of alphanumeric characters; a short secret that is
+//! not alphanumeric itself is matched anywhere). The users' answers are matched whole: the
+//! engine redacts them whole.
 
 use std::collections::BTreeSet;
-use tasklatch_core::redaction::{FRAGMENT, MIN_REDACTABLE};
+use tasklatch_core::redaction::{word_like, FRAGMENT, MIN_REDACTABLE};
 
 /// The secrets of a run, indexed for matching.
 pub(super) struct Seal<'a> {
-    /// Every [`FRAGMENT`]-byte piece of a handle secret at least that long.
+    /// Every token-like [`FRAGMENT`]-byte piece of a handle secret at least that long.
     pieces: BTreeSet<&'a [u8]>,
-    /// Texts found anywhere: mid-length handle secrets, odd short ones and the answers.
+    /// Texts found anywhere: handle secrets from [`MIN_REDACTABLE`] bytes, short ones that are
+    /// not alphanumeric, and the answers.
     anywhere: Vec<&'a str>,
     /// Short alphanumeric handle secrets, found as whole tokens.
     tokens: BTreeSet<&'a str>,
@@ -30,8 +32,10 @@ impl<'a> Seal<'a> {
         };
         for s in secrets.iter().copied().filter(|s| !s.is_empty()) {
             if s.len() >= FRAGMENT {
-                seal.pieces.extend(s.as_bytes().windows(FRAGMENT));
-            } else if s.len() >= MIN_REDACTABLE || !s.chars().all(char::is_alphanumeric) {
+                let token_like = s.as_bytes().windows(FRAGMENT).filter(|p| !word_like(p));
+                seal.pieces.extend(token_like);
+            }
+            if s.len() >= MIN_REDACTABLE || !s.chars().all(char::is_alphanumeric) {
                 seal.anywhere.push(s);
             } else {
                 seal.tokens.insert(s);
@@ -67,6 +71,9 @@ mod tests {
         assert!(seal.leaks("za-bz"));
         assert!(seal.leaks("you said answer-SECRET-owner-1."));
         assert!(!seal.leaks("528201 and 152820 and x52820 and drv-SEC 0a1b2c"));
-        assert!(!seal.leaks("answer-SECRET-owner-2 [redacted]"));
+        assert!(!seal.leaks("answer-SEC owner-1 [redacted]"));
+        let words = Seal::new(&[r#"{"protocol":"extension"}"#], &[]);
+        assert!(!words.leaks("the protocol extension"));
+        assert!(words.leaks(r#"x{"protocol":"extension"}"#));
     }
 }

@@ -420,7 +420,11 @@ fn secrets(n: u32, tag: [u8; 6]) -> (SecretShape, String, String) {
     let data = format!("drv-SECRET-{hex}");
     match tag[0] % 4 {
         0 => (SecretShape::Apart, long_id, data),
-        1 => (SecretShape::Nested, long_id.clone(), format!("{data}/{long_id}")),
+        1 => (
+            SecretShape::Nested,
+            long_id.clone(),
+            format!("{data}/{long_id}"),
+        ),
         2 => (SecretShape::ShortId, short_id, data),
         _ => (
             SecretShape::ShortIdNested,
