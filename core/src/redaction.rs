@@ -23,12 +23,14 @@
 //! Over-redaction is the accepted cost: a text sharing a token-like [`FRAGMENT`]-byte piece with
 //! a secret loses it even where it was innocent.
 //!
-//! Cost: O((|text| + Σ|secret|) · [`FRAGMENT`] · log Σ|secret|) time — one ordered-set insert
-//! per secret byte and one lookup per text byte, each comparing at most [`FRAGMENT`] bytes per
-//! step, plus a substring search per secret shorter than [`FRAGMENT`] (O(|text| · [`FRAGMENT`]))
-//! — and one flag per text byte. Secrets are bounded by [`crate::policy`] (at most
-//! [`crate::policy::MAX_ID`] and [`crate::policy::MAX_DRIVER_DATA`] characters, so at most a
-//! few thousand pieces); texts by what the drivers accept.
+//! Cost, for a text of n bytes and secrets of m bytes in all: the pieces take
+//! O((n + m) · [`FRAGMENT`] · log m) — one ordered-set insert per secret byte and one lookup
+//! per text byte, each comparison reading at most [`FRAGMENT`] bytes; the whole-secret searches
+//! take O(n + m) (`str::find`) plus O(|secret|) per overlapping occurrence, so O(n · m) only for
+//! a text of overlapping repeats of a periodic secret; memory is one flag per text byte.
+//! Secrets are bounded by [`crate::policy`] ([`crate::policy::MAX_ID`] and
+//! [`crate::policy::MAX_DRIVER_DATA`] characters, so a few thousand pieces at most); texts by
+//! the drivers' response limits.
 
 use std::collections::BTreeSet;
 
@@ -49,20 +51,13 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
     let mut cut = vec![false; text.len()];
     let mut pieces: BTreeSet<&[u8]> = BTreeSet::new();
     for secret in secrets.iter().filter(|s| !s.is_empty()) {
-        if secret.len() < MIN_REDACTABLE {
-            for at in occurrences(text, secret) {
-                if stands_alone(text, at, secret.len()) {
-                    cut[at..at + secret.len()].fill(true);
-                }
-            }
-        } else if secret.len() < FRAGMENT {
-            for at in occurrences(text, secret) {
+        let short = secret.len() < MIN_REDACTABLE;
+        for at in occurrences(text, secret) {
+            if !short || stands_alone(text, at, secret.len()) {
                 cut[at..at + secret.len()].fill(true);
             }
-        } else {
-            for at in occurrences(text, secret) {
-                cut[at..at + secret.len()].fill(true);
-            }
+        }
+        if secret.len() >= FRAGMENT {
             pieces.extend(
                 secret
                     .as_bytes()
