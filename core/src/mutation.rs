@@ -58,11 +58,15 @@ pub enum Mutant {
     /// A submit whose insert answered "unavailable" cancels its remote task at once, as if the
     /// store had refused the row (no second insert to learn whether the first one committed).
     UnconfirmedInsertCompensated,
+    /// Redaction cuts whole secrets one after the other, shortest first, and none under
+    /// `MIN_REDACTABLE` bytes: driver data holding the remote id keeps its rest readable, and
+    /// short ids and partial echoes are never cut.
+    RedactionShortestFirst,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 21] = [
+    pub const ALL: [Mutant; 22] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -84,6 +88,7 @@ impl Mutant {
         Mutant::AnswerOwnerNotChecked,
         Mutant::PollClaimSkipsCancelRequested,
         Mutant::UnconfirmedInsertCompensated,
+        Mutant::RedactionShortestFirst,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -114,6 +119,7 @@ impl Mutant {
             Mutant::AnswerOwnerNotChecked => "answer-owner-not-checked",
             Mutant::PollClaimSkipsCancelRequested => "poll-claim-skips-cancel-requested",
             Mutant::UnconfirmedInsertCompensated => "unconfirmed-insert-compensated",
+            Mutant::RedactionShortestFirst => "redaction-shortest-first",
         }
     }
 

@@ -1,14 +1,22 @@
 //! Values that must never leave the engine: the remote task handle and driver data.
 //!
-//! `Secret` has no `Display`, and its `Debug` prints a fixed placeholder, so a secret cannot
-//! reach a log line, an error message or a `{:?}` by accident. Reading it needs an explicit
-//! [`Secret::expose`], which only the driver side and the stores call.
+//! `Secret` is unprintable by construction: no `Display`, a `Debug` that prints a fixed
+//! placeholder, and no `Serialize`, so a secret cannot reach a log line, an error message, a
+//! `{:?}` or a JSON document by accident. Reading it needs an explicit [`Secret::expose`], which
+//! only the driver side and the stores call; the one serialiser of the value is the stores' row
+//! codec, [`crate::row_codec`].
 
+use crate::mutation::{self, Mutant};
+use crate::redaction::{self, MIN_REDACTABLE, PLACEHOLDER};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A string that is redacted in every formatted output.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+///
+/// It implements `Deserialize` (a secret may be read from a configuration file or a store's
+/// rows) but never `Serialize`: a row type that must carry the value names
+/// [`crate::row_codec`] on the field, and nothing else can write it out.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(transparent)]
 pub struct Secret(String);
 
@@ -31,32 +39,46 @@ impl fmt::Debug for Secret {
 }
 
 /// The remote server's handle for a task: everything a driver needs to reach it again.
+///
+/// Serialised (as part of a store's rows) only through [`crate::row_codec`].
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct RemoteHandle {
     /// The remote server's own task id.
+    #[serde(serialize_with = "crate::row_codec::secret")]
     pub remote_task_id: Secret,
     /// Opaque per-task data the driver keeps (tokens, session ids…).
+    #[serde(serialize_with = "crate::row_codec::secret")]
     pub driver_data: Secret,
 }
 
 impl RemoteHandle {
-    /// Replaces every occurrence of a secret of this handle in `text` with `[redacted]`.
+    /// `text` with this handle's secrets cut out, each cut run replaced by `[redacted]`.
     ///
     /// Remote servers may echo their own ids back inside results or errors; those texts are
     /// untrusted and reach users, so the handle's secrets are cut out of them before storing.
+    /// Both secrets are matched in the original text and cut together (driver data that
+    /// contains the remote id is cut whole); a short remote id is cut where it stands as a
+    /// token, and any long-enough piece of a secret is cut too ([`redaction`] has the rules and
+    /// the cost).
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for secret in [self.remote_task_id.expose(), self.driver_data.expose()] {
-            if secret.len() >= MIN_REDACTABLE && out.contains(secret) {
-                out = out.replace(secret, "[redacted]");
-            }
+        let secrets = [self.remote_task_id.expose(), self.driver_data.expose()];
+        if mutation::active(Mutant::RedactionShortestFirst) {
+            return whole_secrets_shortest_first(text, secrets);
         }
-        out
+        redaction::redact(text, &secrets)
     }
 }
 
-/// Secrets shorter than this are not searched for: a one-letter id would redact every text.
-const MIN_REDACTABLE: usize = 6;
+/// The planted [`Mutant::RedactionShortestFirst`]: whole secrets cut one after the other,
+/// shortest first, none under [`MIN_REDACTABLE`] bytes (the redaction before issue 11 item 7).
+fn whole_secrets_shortest_first(text: &str, mut secrets: [&str; 2]) -> String {
+    secrets.sort_by_key(|s| s.len());
+    let mut out = text.to_owned();
+    for secret in secrets.into_iter().filter(|s| s.len() >= MIN_REDACTABLE) {
+        out = out.replace(secret, PLACEHOLDER);
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {
@@ -79,5 +101,31 @@ mod tests {
             driver_data: Secret::new(""),
         };
         assert_eq!(short.redact("banana"), "banana");
+    }
+
+    /// Issue 11 item 7: driver data holding the remote id, a short numeric remote id, and an
+    /// echo that only repeats part of a token.
+    #[test]
+    fn redact_cuts_nested_short_and_partial_secrets() {
+        let nested = RemoteHandle {
+            remote_task_id: Secret::new("rem-77-abcdef"),
+            driver_data: Secret::new("sess-TOKEN-31337:rem-77-abcdef"),
+        };
+        assert_eq!(
+            nested.redact("id rem-77-abcdef data sess-TOKEN-31337:rem-77-abcdef."),
+            "id [redacted] data [redacted]."
+        );
+        let numeric = RemoteHandle {
+            remote_task_id: Secret::new("42"),
+            driver_data: Secret::new("sess-TOKEN-0042/42"),
+        };
+        assert_eq!(
+            numeric.redact("task 42 done, 1420 left; data sess-TOKEN-0042/42"),
+            "task [redacted] done, 1420 left; data [redacted]"
+        );
+        assert_eq!(
+            numeric.redact("token sess-TOKEN-00… expired"),
+            "token [redacted]… expired"
+        );
     }
 }

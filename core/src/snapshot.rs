@@ -11,10 +11,15 @@ use crate::policy::{
 use crate::secret::RemoteHandle;
 use crate::status::RemoteStatus;
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::time::Duration;
 
 /// A remote server's raw answer about one task, as a driver decoded it.
-#[derive(Clone, PartialEq, Debug, Default, Serialize, Deserialize)]
+///
+/// `task_id` is the remote id, a secret: its `Debug` prints a placeholder for it. The texts are
+/// untrusted and may echo secrets too, so they are printed only redacted (never formatted
+/// before [`validate`]): `Debug` shows their presence and length, not their content.
+#[derive(Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RemoteReport {
     /// The remote's id for the task; must match the handle that was asked about.
     pub task_id: String,
@@ -30,6 +35,21 @@ pub struct RemoteReport {
     pub error: Option<String>,
     /// What the remote job asks the user (input_required tasks).
     pub input_request: Option<String>,
+}
+
+impl fmt::Debug for RemoteReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = |t: &Option<String>| t.as_ref().map(|s| format!("<{} bytes>", s.len()));
+        f.debug_struct("RemoteReport")
+            .field("task_id", &format_args!("<redacted>"))
+            .field("status", &self.status)
+            .field("poll_hint_secs", &self.poll_hint_secs)
+            .field("result", &text(&self.result))
+            .field("artifact", &text(&self.artifact))
+            .field("error", &text(&self.error))
+            .field("input_request", &text(&self.input_request))
+            .finish()
+    }
 }
 
 /// A validated remote state, safe to store and to show after framing.
@@ -278,6 +298,39 @@ mod tests {
             Some("a\u{FFFD}b [redacted] [redacted]")
         );
         assert_eq!(o.error.unwrap().chars().count(), MAX_STORED_ERROR);
+    }
+
+    #[test]
+    fn debug_of_a_report_prints_neither_the_remote_id_nor_its_texts() {
+        let r = RemoteReport {
+            result: Some("echo rem-SECRET-1".into()),
+            error: Some("drv-SECRET-2".into()),
+            ..report("completed")
+        };
+        let dbg = format!("{r:?}");
+        assert!(!dbg.contains("SECRET"), "{dbg}");
+        assert!(dbg.contains("task_id: <redacted>") && dbg.contains("\"completed\""));
+        assert!(dbg.contains("result: Some(\"<17 bytes>\")"), "{dbg}");
+    }
+
+    #[test]
+    fn nested_short_and_partial_secrets_are_redacted_before_storing() {
+        let h = RemoteHandle {
+            remote_task_id: Secret::new("4321"),
+            driver_data: Secret::new("sess-SECRET-77:4321"),
+        };
+        let r = RemoteReport {
+            task_id: "4321".into(),
+            result: Some("task 4321 of sess-SECRET-77:4321; 43210 rows".into()),
+            error: Some("session sess-SECRET-7 lost".into()),
+            ..report("failed")
+        };
+        let o = validate(&r, &h).unwrap();
+        assert_eq!(
+            o.result.as_deref(),
+            Some("task [redacted] of [redacted]; 43210 rows")
+        );
+        assert_eq!(o.error.as_deref(), Some("session [redacted] lost"));
     }
 
     #[test]

@@ -122,6 +122,7 @@ pub struct AnswerRequest {
     /// The request id, as the task's input request names it (`[id]`).
     pub request_id: String,
     /// The answer (secret-like: never formatted).
+    #[serde(serialize_with = "crate::row_codec::secret")]
     pub text: Secret,
 }
 

@@ -139,6 +139,7 @@ pub struct AnswerState {
     /// request is refused.
     pub request_id: Option<String>,
     /// The answer itself: secret-like, never formatted; dropped once an attempt was made.
+    #[serde(serialize_with = "crate::row_codec::optional_secret")]
     pub text: Option<Secret>,
     /// Where the answer is.
     pub status: AnswerStatus,

@@ -69,8 +69,10 @@ pub struct Facts<'a> {
     pub runs: BTreeMap<&'a str, Run<'a>>,
     /// Deleted threads (owner, thread).
     pub deleted_threads: BTreeSet<(&'a str, &'a str)>,
-    /// Every secret: what the remote server handed out, and the users' answers.
+    /// The remote handles' secrets the remote server handed out (remote ids, driver data).
     pub secrets: Vec<&'a str>,
+    /// The users' answers (secret-like too).
+    pub answers: Vec<&'a str>,
     /// Runs the gateway rolled back while they were pending or running (`langgraph` mode):
     /// deleted before they could deliver anything.
     pub rolled_back: BTreeSet<&'a str>,
@@ -93,6 +95,7 @@ impl<'a> Facts<'a> {
             runs: BTreeMap::new(),
             deleted_threads: BTreeSet::new(),
             secrets: Vec::new(),
+            answers: Vec::new(),
             rolled_back: BTreeSet::new(),
             queued: Vec::new(),
         };
@@ -134,7 +137,7 @@ impl<'a> Facts<'a> {
                 Event::ThreadDeleted { owner, thread } => {
                     f.deleted_threads.insert((owner, thread));
                 }
-                Event::AnswerSent { text, .. } => f.secrets.push(text),
+                Event::AnswerSent { text, .. } => f.answers.push(text),
                 Event::RunRolledBack { run, .. } => {
                     f.rolled_back.insert(run);
                 }

@@ -1,8 +1,10 @@
 //! Isolation and sealing: no cross-owner listing or cancel, no remote cancel nobody asked for
 //! (a submit's compensating cancel included, when the task's row was stored after all), every
-//! requested cancel reaches the remote server, and no secret in any output.
+//! requested cancel reaches the remote server, and no secret (nor a piece of one: see [`Seal`])
+//! in any output.
 
 use super::facts::Facts;
+use super::seal::Seal;
 use super::{Invariant, Verdict};
 use crate::history::{Event, RemoteOp};
 use crate::naming::{owner_name, task_label, thread_name, USER_HOST};
@@ -155,7 +157,8 @@ fn remote_cancels(f: &Facts<'_>, v: &mut Verdict) {
 }
 
 fn secrets(f: &Facts<'_>, v: &mut Verdict) {
-    let leaks = |text: &str| f.secrets.iter().any(|s| text.contains(s));
+    let seal = Seal::new(&f.secrets, &f.answers);
+    let leaks = |text: &str| seal.leaks(text);
     for (i, e) in f.entries.iter().enumerate() {
         let output = match &e.event {
             Event::LaunchServed { prompt, .. } => leaks(prompt),

@@ -9,6 +9,7 @@ mod delivery;
 mod facts;
 mod fencing;
 mod isolation;
+mod seal;
 
 pub use facts::Facts;
 

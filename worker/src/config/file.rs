@@ -38,7 +38,9 @@ pub struct FileConfig {
 #[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSection {
-    /// A `postgres://` URL. Secret (it may hold a password): never logged or shown.
+    /// A `postgres://` URL. Secret (it may hold a password): never logged or shown. `Secret`
+    /// implements `Deserialize` but never `Serialize`, so it is read from this file and can be
+    /// written nowhere.
     pub url: Secret,
     /// Connections in the pool (shared by the lanes and the API).
     #[serde(default = "default_pool_size")]
