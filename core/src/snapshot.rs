@@ -71,6 +71,10 @@ pub struct Observed {
     pub poll_hint: Option<Duration>,
 }
 
+/// The input request of an `input_required` report that carries no question.
+pub const NO_QUESTION: &str =
+    "the task is waiting for input, but the remote server did not say what it asks";
+
 /// A report that breaks the protocol: the task becomes terminal `failed`, never retried forever.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error, Serialize, Deserialize)]
 pub enum ProtocolError {
@@ -122,7 +126,13 @@ pub fn validate(report: &RemoteReport, handle: &RemoteHandle) -> Result<Observed
         Some(_) => return Err(ProtocolError::BadPollHint),
     };
     let clean = |t: &Option<String>| t.as_deref().map(|s| storable(s, handle));
-    let input_request = clean(&report.input_request);
+    let input_request = match clean(&report.input_request) {
+        // A legacy server sends its question only on the `tasks/result` stream: when that is
+        // lost, the task asks without saying what. The user is told so, never left guessing.
+        Some(q) if !q.trim().is_empty() => Some(q),
+        _ if status == RemoteStatus::InputRequired => Some(NO_QUESTION.to_owned()),
+        other => other,
+    };
     if input_request
         .as_ref()
         .is_some_and(|s| s.chars().count() > MAX_INPUT_REQUEST)

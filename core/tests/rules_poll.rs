@@ -16,7 +16,7 @@ use tasklatch_core::policy::{
 };
 use tasklatch_core::ports::DriverError;
 use tasklatch_core::remote::{ErrorClass, PollError};
-use tasklatch_core::snapshot::{validate, ProtocolError, RemoteReport};
+use tasklatch_core::snapshot::{validate, ProtocolError, RemoteReport, NO_QUESTION};
 use tasklatch_core::status::{CancelStatus, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::{ClaimRequest, PollWrite, Store, StoreError};
 use tasklatch_core::task::TaskRow;
@@ -700,4 +700,28 @@ async fn a_claim_limit_above_max_batch_is_invalid_and_claims_nothing() {
     assert_eq!(store.row(&id).await.poll.claims, 0, "nothing was claimed");
     let claimed = store.claim(LeaseKind::Poll, req(MAX_BATCH)).await.unwrap();
     assert_eq!(claimed.len(), 1, "the limit itself is allowed");
+}
+
+#[test]
+fn an_input_required_report_without_a_question_says_that_none_was_given() {
+    for question in [None, Some(""), Some("  ")] {
+        let r = RemoteReport {
+            input_request: question.map(str::to_owned),
+            ..report("rt-1", "input_required")
+        };
+        let observed = validate(&r, &handle("rt-1")).expect("a valid report");
+        assert_eq!(
+            observed.input_request.as_deref(),
+            Some(NO_QUESTION),
+            "{question:?}"
+        );
+    }
+    let asked = RemoteReport {
+        input_request: Some("which branch?".into()),
+        ..report("rt-1", "input_required")
+    };
+    let observed = validate(&asked, &handle("rt-1")).expect("a valid report");
+    assert_eq!(observed.input_request.as_deref(), Some("which branch?"));
+    let working = validate(&report("rt-1", "working"), &handle("rt-1")).expect("valid");
+    assert_eq!(working.input_request, None, "only input_required asks");
 }
