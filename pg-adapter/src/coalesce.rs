@@ -189,37 +189,42 @@ mod tests {
 
     type Batch = std::pin::Pin<Box<dyn Future<Output = Result<Vec<u32>, BatchError>> + Send>>;
 
-    /// Doubles each request (or fails the batch as unavailable); records the size of every
+    /// Doubles each request, unless `fails` gives the batch's error; records the size of every
     /// batch.
-    fn doubler(sizes: Arc<Mutex<Vec<usize>>>, fail: bool) -> impl Fn(Vec<u32>) -> Batch {
+    fn batches(
+        sizes: Arc<Mutex<Vec<usize>>>,
+        fails: fn(&[u32]) -> Option<BatchError>,
+    ) -> impl Fn(Vec<u32>) -> Batch {
         move |reqs: Vec<u32>| {
             let sizes = sizes.clone();
             Box::pin(async move {
                 sizes.lock().unwrap().push(reqs.len());
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                if fail {
-                    Err(BatchError::Unavailable(LedgerError("boom".into())))
-                } else {
-                    Ok(reqs.into_iter().map(|r| r * 2).collect())
+                match fails(&reqs) {
+                    Some(e) => Err(e),
+                    None => Ok(reqs.into_iter().map(|r| r * 2).collect()),
                 }
             })
         }
     }
 
-    /// Doubles each request, but the database refuses every batch holding `poison`.
-    fn refusing(sizes: Arc<Mutex<Vec<usize>>>, poison: u32) -> impl Fn(Vec<u32>) -> Batch {
-        move |reqs: Vec<u32>| {
-            let sizes = sizes.clone();
-            Box::pin(async move {
-                sizes.lock().unwrap().push(reqs.len());
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                if reqs.contains(&poison) {
-                    Err(BatchError::Refused(LedgerError("refused".into())))
-                } else {
-                    Ok(reqs.into_iter().map(|r| r * 2).collect())
-                }
-            })
-        }
+    fn doubler(sizes: Arc<Mutex<Vec<usize>>>) -> impl Fn(Vec<u32>) -> Batch {
+        batches(sizes, |_| None)
+    }
+
+    /// Every batch is unavailable.
+    fn unavailable(sizes: Arc<Mutex<Vec<usize>>>) -> impl Fn(Vec<u32>) -> Batch {
+        batches(sizes, |_| {
+            Some(BatchError::Unavailable(LedgerError("boom".into())))
+        })
+    }
+
+    /// The database refuses every batch holding request 7.
+    fn refusing_7(sizes: Arc<Mutex<Vec<usize>>>) -> impl Fn(Vec<u32>) -> Batch {
+        batches(sizes, |reqs| {
+            reqs.contains(&7)
+                .then(|| BatchError::Refused(LedgerError("refused".into())))
+        })
     }
 
     #[tokio::test]
@@ -229,7 +234,7 @@ mod tests {
         let calls: Vec<_> = (0..40u32)
             .map(|i| {
                 let (c, sizes) = (c.clone(), sizes.clone());
-                tokio::spawn(async move { c.call(i, doubler(sizes, false)).await })
+                tokio::spawn(async move { c.call(i, doubler(sizes)).await })
             })
             .collect();
         for (i, h) in calls.into_iter().enumerate() {
@@ -248,7 +253,7 @@ mod tests {
         let calls: Vec<_> = (0..10u32)
             .map(|i| {
                 let (c, sizes) = (c.clone(), sizes.clone());
-                tokio::spawn(async move { c.call(i, doubler(sizes, true)).await })
+                tokio::spawn(async move { c.call(i, unavailable(sizes)).await })
             })
             .collect();
         for h in calls {
@@ -263,13 +268,13 @@ mod tests {
         // A first call holds the only leader permit, so the next 16 queue into one batch.
         let first = {
             let (c, sizes) = (c.clone(), sizes.clone());
-            tokio::spawn(async move { c.call(100, refusing(sizes, 7)).await })
+            tokio::spawn(async move { c.call(100, refusing_7(sizes)).await })
         };
         tokio::time::sleep(Duration::from_millis(5)).await;
         let calls: Vec<_> = (0..16u32)
             .map(|i| {
                 let (c, sizes) = (c.clone(), sizes.clone());
-                tokio::spawn(async move { c.call(i, refusing(sizes, 7)).await })
+                tokio::spawn(async move { c.call(i, refusing_7(sizes)).await })
             })
             .collect();
         assert_eq!(first.await.unwrap(), Ok(200));
