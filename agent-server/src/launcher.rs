@@ -202,4 +202,28 @@ impl Launcher for AgentServerLauncher {
             ))),
         }
     }
+
+    /// `POST /threads/{thread}/runs/{run}/cancel?wait=true&action=interrupt`: the server stops
+    /// the run and marks it `interrupted`. 404 (the run or its thread is gone) is over too.
+    async fn interrupt_run(&self, thread: &ThreadId, run: &RunId) -> Result<(), String> {
+        if !is_uuid(thread.as_str()) || !is_uuid(run.as_str()) {
+            return Ok(());
+        }
+        let path = format!("/threads/{thread}/runs/{run}/cancel?wait=true&action=interrupt");
+        let answer = self
+            .http
+            .post(&path, &serde_json::json!({}))
+            .await
+            .map_err(|e| failure(format_args!("interrupt: {e}")))?;
+        match answer.status {
+            200..=299 | 404 => {
+                tracing::info!(%thread, %run, "interrupted a run that outlived max_run_life");
+                Ok(())
+            }
+            status => Err(failure(format_args!(
+                "interrupt: HTTP {status}: {}",
+                self.http.redactor().body_detail(&answer.body)
+            ))),
+        }
+    }
 }

@@ -141,6 +141,7 @@ fn policy() -> Policy {
         release_backoff: Duration::from_millis(100),
         min_lease_left: Duration::from_secs(15),
         batch_size: 64,
+        max_run_life: Duration::from_secs(60),
     }
 }
 

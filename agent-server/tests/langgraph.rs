@@ -45,6 +45,7 @@ async fn the_launcher_against_langgraph_dev() {
     a_thread_of_another_owner_is_gone_when_owners_are_checked(&server).await;
     the_server_duplicates_a_key_but_the_message_stays_single(&server).await;
     two_runs_of_one_key_the_oldest_delivers_the_newer_is_rolled_back(&server).await;
+    an_interrupted_run_ends_interrupted_and_frees_its_thread(&server).await;
 }
 
 async fn the_assistant_check_tells_a_missing_assistant(server: &LangGraph) {
@@ -312,4 +313,33 @@ async fn two_runs_of_one_key_the_oldest_delivers_the_newer_is_rolled_back(server
     // Not asserted yet: on langgraph dev (api 0.16.7) the newer run was still listed right
     // after `cancel?wait=true&action=rollback` (see reports/sim-langgraph.md, "Open").
     wait_terminal(&launcher, &thread, &ids[1], RUN_LIMIT).await;
+}
+
+async fn an_interrupted_run_ends_interrupted_and_frees_its_thread(server: &LangGraph) {
+    let launcher = server.launcher(|_| {});
+    let thread = server.create_thread(json!({})).await;
+    let stuck = request("task:tsk_s:1:0", &thread, "stuck\nfixture: sleep 30");
+    let run = started(launcher.start_run(stuck).await);
+    let next = request("task:tsk_s:1:1", &thread, "next attempt");
+    assert_eq!(launcher.start_run(next.clone()).await, LaunchOutcome::Busy);
+    launcher
+        .interrupt_run(&thread, &run)
+        .await
+        .unwrap_or_else(|e| panic!("interrupt: {e}"));
+    assert_eq!(
+        launcher.run_status(&thread, &run).await,
+        Ok(RunStatus::Interrupted)
+    );
+    assert_eq!(server.run(&thread, &run).await["status"], "interrupted");
+    let later = started(launcher.start_run(next).await);
+    assert_ne!(later, run);
+    assert_eq!(
+        wait_terminal(&launcher, &thread, &later, RUN_LIMIT).await,
+        RunStatus::Success
+    );
+    // An ended run is over too: interrupting it again is not an error.
+    launcher
+        .interrupt_run(&thread, &run)
+        .await
+        .unwrap_or_else(|e| panic!("a second interrupt: {e}"));
 }

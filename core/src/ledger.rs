@@ -235,6 +235,15 @@ impl<Led: RunLedger, C: Clock> Launcher for LedgerLauncher<Led, C> {
     async fn run_status(&self, _thread: &ThreadId, run: &RunId) -> Result<RunStatus, String> {
         self.ledger.run_status(run).await.map_err(|e| e.to_string())
     }
+
+    /// Ends the run as interrupted in the ledger; a run already ended (or unknown) is over too.
+    async fn interrupt_run(&self, _thread: &ThreadId, run: &RunId) -> Result<(), String> {
+        self.ledger
+            .finish_run(run, RunStatus::Interrupted, self.clock.now())
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
 }
 
 #[cfg(test)]

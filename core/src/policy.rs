@@ -70,6 +70,11 @@ pub struct Policy {
     pub min_lease_left: Duration,
     /// Rows claimed per loop pass.
     pub batch_size: usize,
+    /// The longest a dispatched run may stay pending or running: a run found still going after
+    /// this long since its launch is interrupted through the launcher and counted as a failed
+    /// attempt, so a run that never ends cannot hold its task's notifications (and its thread)
+    /// forever. Must exceed the longest run a notification legitimately takes.
+    pub max_run_life: Duration,
 }
 
 impl Default for Policy {
@@ -86,6 +91,7 @@ impl Default for Policy {
             release_backoff: Duration::from_secs(5),
             min_lease_left: Duration::from_secs(30),
             batch_size: 64,
+            max_run_life: Duration::from_secs(30 * 60),
         }
     }
 }

@@ -176,4 +176,17 @@ pub trait Launcher: Send + Sync {
         thread: &ThreadId,
         run: &RunId,
     ) -> impl Future<Output = Result<RunStatus, String>> + Send;
+    /// Interrupts `run`, started on `thread`, which outlived
+    /// [`crate::policy::Policy::max_run_life`]: `Ok` once the run is over (interrupted now, or
+    /// ended already), so its thread is free for the next run; `Err` when the launcher could not
+    /// be asked or refused. A launcher that cannot interrupt keeps this default: every interrupt
+    /// is refused and nothing is sent.
+    fn interrupt_run(
+        &self,
+        thread: &ThreadId,
+        run: &RunId,
+    ) -> impl Future<Output = Result<(), String>> + Send {
+        let _ = (thread, run);
+        std::future::ready(Err("this launcher cannot interrupt runs".to_owned()))
+    }
 }

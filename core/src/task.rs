@@ -58,6 +58,10 @@ pub struct Outbox {
     pub dispatch_attempt: u32,
     /// The run started for the current attempt.
     pub run_id: Option<RunId>,
+    /// When the latest launch was answered with a run (set by every launch, never cleared):
+    /// how old a dispatched row's run is, which [`crate::policy::Policy::max_run_life`] bounds.
+    /// `None` only before the first launch.
+    pub launched_at: Option<Timestamp>,
     /// Counted failures of the current dispatch version.
     pub failures: u32,
     /// Busy-thread (409) answers seen for this task, all versions: visible, never silent.
@@ -84,6 +88,7 @@ impl Outbox {
             dispatch_event: None,
             dispatch_attempt: 0,
             run_id: None,
+            launched_at: None,
             failures: 0,
             busy_count: 0,
             last_error: None,

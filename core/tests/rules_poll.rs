@@ -337,6 +337,8 @@ fn protocol_errors_make_the_task_terminal_failed_with_a_bounded_error() {
 #[tokio::test]
 async fn an_unknown_task_through_the_engine_fails_for_good_and_notifies_once() {
     let w = World::with_thread().await;
+    w.launcher
+        .finish_every_new_run(Some(tasklatch_core::ports::RunStatus::Success));
     let e = w.engine("w1");
     let id = w.submit(&e, "build", REMOTE, None).await;
     w.driver.on_status(REMOTE, [Err(DriverError::UnknownTask)]);

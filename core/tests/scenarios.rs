@@ -567,6 +567,65 @@ async fn h_a_version_arriving_while_a_run_is_in_flight_is_delivered_after_it() {
 }
 
 #[tokio::test]
+async fn h_a_run_that_never_ends_is_interrupted_after_max_run_life_and_the_next_attempt_delivers() {
+    let w = World::with_thread().await;
+    let e = w.engine("w1");
+    let life = Policy::default().max_run_life.as_secs();
+    let id = w
+        .submit(&e, "build", "rt-1", Some(completed("rt-1", "42")))
+        .await;
+    e.run_once().await;
+    assert_eq!(keys(&w.launcher.starts_for(&id)), [key(&id, 1, 0)]);
+
+    // Looked at while younger than max_run_life: still running, left alone.
+    passes(&w, &e, 2, life / 3).await;
+    assert!(
+        w.launcher.interrupts().is_empty(),
+        "a young run is waited for"
+    );
+    assert_eq!(w.row(&id).await.outbox.status, NotifyStatus::Dispatched);
+
+    passes(&w, &e, 1, life / 3 + 1).await;
+    assert_eq!(
+        w.launcher.interrupts(),
+        [run(1)],
+        "interrupted once, when too old"
+    );
+    let runs = w.launcher.runs_for(&id).await;
+    assert_eq!(runs[0].status, RunStatus::Interrupted);
+    let row = w.row(&id).await;
+    assert_eq!(
+        (
+            row.outbox.status,
+            row.outbox.dispatch_attempt,
+            row.outbox.failures
+        ),
+        (NotifyStatus::Retry, 1, 1),
+        "counted as a failed attempt"
+    );
+    assert!(row
+        .outbox
+        .last_error
+        .as_deref()
+        .is_some_and(|e| e.contains("interrupted")));
+
+    passes(&w, &e, 1, 600).await;
+    assert_eq!(
+        keys(&w.launcher.starts_for(&id)),
+        [key(&id, 1, 0), key(&id, 1, 1)],
+        "the next attempt launches on the freed thread"
+    );
+    w.launcher.finish(&run(2), RunStatus::Success).await;
+    passes(&w, &e, 2, 11).await;
+    let row = w.row(&id).await;
+    assert_eq!(
+        (row.outbox.status, row.outbox.notified_version),
+        (NotifyStatus::Delivered, 1)
+    );
+    assert_eq!(w.launcher.interrupts(), [run(1)]);
+}
+
+#[tokio::test]
 async fn i_a_launch_whose_reply_was_lost_is_retried_with_the_same_key_and_gets_the_same_run() {
     let w = World::with_thread().await;
     let e = w.engine("w1");

@@ -146,7 +146,7 @@ mod tests {
     use super::*;
 
     /// Every column of `tasks`, in table order: the row `decode_task` reads.
-    const TASK_COLUMNS: [&str; 58] = [
+    const TASK_COLUMNS: [&str; 59] = [
         "id",
         "owner",
         "thread",
@@ -205,6 +205,7 @@ mod tests {
         "answer_recorded_at",
         "answer_attempt_token",
         "answer_error",
+        "launched_at",
     ];
 
     fn all_statements() -> Vec<&'static str> {
@@ -278,7 +279,10 @@ mod tests {
         }
         // A new task has no answer: the insert names every column but the answer ones, which
         // take their defaults (migration 0006).
-        let inserted = &TASK_COLUMNS[..TASK_COLUMNS.len() - 6];
+        let inserted: Vec<&str> = TASK_COLUMNS
+            .into_iter()
+            .filter(|c| !c.starts_with("answer_"))
+            .collect();
         let values: Vec<String> = (1..=inserted.len()).map(|n| format!("${n}")).collect();
         assert_eq!(
             normalised(INSERT_TASK),

@@ -446,6 +446,7 @@ fn bind_row(q: PgQuery, row: &TaskRow) -> PgQuery {
         .bind(to_i64(c.claims))
         .bind(i64::from(c.failures))
         .bind(c.last_error.as_deref().map(storable))
+        .bind(micros(o.launched_at))
 }
 
 impl Store for PgStore {

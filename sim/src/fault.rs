@@ -125,6 +125,8 @@ pub enum FaultKind {
         /// Run length.
         run_ms: u64,
     },
+    /// Runs started now never end by themselves (the agent hangs): only an interrupt ends them.
+    StuckRuns,
     /// Runs started now end badly.
     BadRuns {
         /// How.
@@ -228,6 +230,7 @@ impl Fault {
             FaultKind::LookupErrors => "launcher_lookup_error".into(),
             FaultKind::LostRuns => "run_missing".into(),
             FaultKind::SlowRuns { .. } => "run_slow".into(),
+            FaultKind::StuckRuns => "run_stuck".into(),
             FaultKind::BadRuns { end } => match end {
                 BadEnd::Error => "run_failed".into(),
                 BadEnd::Timeout => "run_timed_out".into(),
@@ -256,6 +259,7 @@ impl FaultKind {
             | FaultKind::LookupErrors
             | FaultKind::LostRuns
             | FaultKind::SlowRuns { .. }
+            | FaultKind::StuckRuns
             | FaultKind::BadRuns { .. } => Target::Service(Service::Gateway),
             FaultKind::RemoteErrors | FaultKind::SlowRemote { .. } => Target::Service(Service::Mcp),
         }
@@ -282,6 +286,7 @@ impl FaultKind {
             | FaultKind::GatewayErrors { .. }
             | FaultKind::LookupErrors
             | FaultKind::LostRuns
+            | FaultKind::StuckRuns
             | FaultKind::BadRuns { .. } => "gateway".to_owned(),
             FaultKind::RemoteErrors => "mcp".to_owned(),
         }
@@ -309,6 +314,7 @@ impl FaultKind {
             | FaultKind::LookupErrors
             | FaultKind::LostRuns
             | FaultKind::SlowRuns { .. }
+            | FaultKind::StuckRuns
             | FaultKind::BadRuns { .. } => Look::band("fg"),
         }
     }
@@ -340,6 +346,7 @@ impl FaultKind {
             | FaultKind::Latency { .. }
             | FaultKind::Skew { .. }
             | FaultKind::SlowRuns { .. }
+            | FaultKind::StuckRuns
             | FaultKind::SlowRemote { .. }
             | FaultKind::Crash { .. }
             | FaultKind::Pause { .. }
@@ -375,6 +382,7 @@ impl FaultKind {
             | FaultKind::LookupErrors
             | FaultKind::LostRuns
             | FaultKind::SlowRuns { .. }
+            | FaultKind::StuckRuns
             | FaultKind::BadRuns { .. }
             | FaultKind::RemoteErrors
             | FaultKind::SlowRemote { .. } => Ok(()),
@@ -413,6 +421,7 @@ mod tests {
             FaultKind::LookupErrors,
             FaultKind::LostRuns,
             FaultKind::SlowRuns { run_ms: 9_000 },
+            FaultKind::StuckRuns,
             FaultKind::BadRuns {
                 end: BadEnd::Timeout,
             },

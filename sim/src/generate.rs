@@ -46,9 +46,10 @@ enum Family {
     BadRuns,
     RemoteErrors,
     SlowRemote,
+    StuckRuns,
 }
 
-const FAMILIES: [Family; 16] = [
+const FAMILIES: [Family; 17] = [
     Family::Crash,
     Family::Pause,
     Family::Partition,
@@ -65,6 +66,7 @@ const FAMILIES: [Family; 16] = [
     Family::BadRuns,
     Family::RemoteErrors,
     Family::SlowRemote,
+    Family::StuckRuns,
 ];
 
 /// Kinds of hostile content the swarm switches on or off per seed.
@@ -465,6 +467,7 @@ fn fault(rng: &mut ChaCha8Rng, family: Family, workers: u32, lanes: u32) -> Faul
             (for_ms, FaultKind::SlowRuns { run_ms })
         }
         Family::BadRuns => bad_runs(rng),
+        Family::StuckRuns => (span(rng, 3_000, 15_000), FaultKind::StuckRuns),
         Family::RemoteErrors => (span(rng, 10_000, 60_000), FaultKind::RemoteErrors),
         Family::SlowRemote => {
             let for_ms = span(rng, 10_000, 40_000);

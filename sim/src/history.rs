@@ -213,6 +213,14 @@ pub enum Event {
         /// Driver data (secret).
         driver_data: String,
     },
+    /// The remote server answered task `n`'s submit with an earlier task's remote id (the
+    /// duplicate-handle quirk): from then on two submits hold the same remote task.
+    RemoteReused {
+        /// The submitting task's number.
+        n: u32,
+        /// The earlier task's remote id (secret).
+        remote_id: String,
+    },
     /// The remote server answered a call.
     RemoteServed {
         /// Remote id.
@@ -290,6 +298,16 @@ pub enum Event {
         /// Run id.
         run: String,
         /// The status, or `error`.
+        outcome: String,
+    },
+    /// A worker port got the answer to an interrupt of a run (one that outlived the engine's
+    /// `max_run_life`).
+    PortInterrupt {
+        /// Worker lane.
+        lane: String,
+        /// Run id.
+        run: String,
+        /// `interrupted`, or `error`.
         outcome: String,
     },
     /// The store answered an insert.

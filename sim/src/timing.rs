@@ -18,6 +18,11 @@ pub struct Timeouts {
 /// How long a lease of the simulated engines lasts (poll, notify and cancel alike).
 pub const LEASE_MS: u64 = 15_000;
 
+/// How long a simulated notification run may go on before the engine interrupts it: above the
+/// slowest run a slow-runs fault makes (25 s) plus the largest clock skew, so only stuck runs
+/// are interrupted.
+pub const MAX_RUN_LIFE_SECS: u64 = 30;
+
 /// How often a worker lane runs a pass of its loops.
 pub const PASS_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -37,6 +42,7 @@ pub fn sim_policy() -> Policy {
         release_backoff: Duration::from_secs(2),
         min_lease_left: Duration::from_secs(9),
         batch_size: 16,
+        max_run_life: Duration::from_secs(MAX_RUN_LIFE_SECS),
     }
 }
 

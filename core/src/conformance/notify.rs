@@ -54,6 +54,9 @@ pub async fn notify_claim_freezes_snapshot_and_keeps_dispatched_run<S: Store>(s:
     assert_eq!(again.row.outbox.status, NotifyStatus::Dispatched);
     assert_eq!(again.row.outbox.run_id, Some(RunId::from("run-1")));
     assert_eq!(again.row.outbox.dispatch_event, c.row.outbox.dispatch_event);
+    // The run's age is counted from the write of its launch (max_run_life bounds it).
+    assert_eq!(c.row.outbox.launched_at, None);
+    assert_eq!(again.row.outbox.launched_at, Some(t(2)));
 }
 
 /// Launched, still running, then succeeded: the version is delivered and the row rests.
@@ -67,6 +70,7 @@ pub async fn notify_launched_then_pending_then_succeeded<S: Store>(s: &S) {
     assert_eq!(out.notify_status, NotifyStatus::Dispatched);
     let r = row(s, "a").await;
     assert_eq!(r.outbox.due_at, t(22));
+    assert_eq!(r.outbox.launched_at, Some(t(2)), "a look does not move it");
     assert_eq!(r.outbox.failures, 0);
     let c = claim(s, LeaseKind::Notify, "n", t(22), 10).await.remove(0);
     let out = notify(s, &c, NotifyAction::RunSucceeded, 23).await.unwrap();

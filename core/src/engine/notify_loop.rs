@@ -2,7 +2,7 @@
 //! launch a run for the frozen snapshot or look at the run already dispatched.
 
 use super::{Engine, LoopReport};
-use crate::ids::TaskId;
+use crate::ids::{RunId, TaskId};
 use crate::lease::LeaseKind;
 use crate::mutation::{self, Mutant};
 use crate::policy::FAILURE_BUDGET;
@@ -77,7 +77,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 ));
             };
             match self.launcher.run_status(&c.row.identity.thread, run).await {
-                Ok(RunStatus::Pending | RunStatus::Running) => NotifyAction::RunPending,
+                Ok(going @ (RunStatus::Pending | RunStatus::Running)) => {
+                    self.still_going(&c, run, going).await
+                }
                 Ok(RunStatus::Success) => NotifyAction::RunSucceeded,
                 Ok(failed) => {
                     NotifyAction::RunFailed(format!("run {run} ended: {}", failed.as_str()))
@@ -111,6 +113,30 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         }
         log_failure(c.row.id(), o, &action);
         write(action)
+    }
+
+    /// A dispatched run found still `going`: looked at again later while it is younger than
+    /// `max_run_life`; past it, interrupted through the launcher and counted as a failed
+    /// attempt (the next attempt launches under a new key once the thread is free).
+    async fn still_going(&self, c: &Claimed, run: &RunId, going: RunStatus) -> NotifyAction {
+        let Some(launched_at) = c.row.outbox.launched_at else {
+            return NotifyAction::RunPending;
+        };
+        let age = self.clock.now().since(launched_at);
+        if age < self.policy.max_run_life || mutation::active(Mutant::StuckRunAwaited) {
+            return NotifyAction::RunPending;
+        }
+        let thread = &c.row.identity.thread;
+        let interrupt = match self.launcher.interrupt_run(thread, run).await {
+            Ok(()) => "interrupted".to_owned(),
+            Err(e) => format!("its interrupt failed: {e}"),
+        };
+        NotifyAction::RunFailed(format!(
+            "run {run} still {} {} s after its launch (max_run_life {} s): {interrupt}",
+            going.as_str(),
+            age.as_secs(),
+            self.policy.max_run_life.as_secs()
+        ))
     }
 }
 

@@ -176,6 +176,7 @@ fn apply(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) 
         NotifyAction::Launched(run) => {
             o.status = NotifyStatus::Dispatched;
             o.run_id = Some(run);
+            o.launched_at = Some(now);
             o.due_at = now.plus(policy.run_check_interval);
         }
         NotifyAction::Busy => {

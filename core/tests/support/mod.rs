@@ -453,6 +453,7 @@ impl Driver for ScriptedDriver {
 struct LauncherState {
     starts: Vec<(RunRequest, LaunchOutcome)>,
     lookups: Vec<RunId>,
+    interrupts: Vec<RunId>,
     /// Scripted outcomes per task id, used instead of the ledger.
     scripted: BTreeMap<String, VecDeque<LaunchOutcome>>,
     /// Statuses given to newly created runs right after creation, in order.
@@ -575,6 +576,11 @@ impl RecordingLauncher {
         lock(&self.inner.state).lookups.clone()
     }
 
+    /// The runs the engine asked to interrupt, in order.
+    pub fn interrupts(&self) -> Vec<RunId> {
+        lock(&self.inner.state).interrupts.clone()
+    }
+
     pub async fn runs(&self) -> Vec<RunRecord> {
         self.ledger().runs().await.expect("ledger runs")
     }
@@ -659,6 +665,11 @@ impl Launcher for RecordingLauncher {
             return Err("launcher lookup failed".into());
         }
         self.inner.launcher.run_status(thread, run).await
+    }
+
+    async fn interrupt_run(&self, thread: &ThreadId, run: &RunId) -> Result<(), String> {
+        lock(&self.inner.state).interrupts.push(run.clone());
+        self.inner.launcher.interrupt_run(thread, run).await
     }
 }
 

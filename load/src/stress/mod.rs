@@ -122,6 +122,7 @@ pub fn stress_policy() -> Policy {
         release_backoff: Duration::from_secs(4),
         min_lease_left: Duration::from_secs(40),
         batch_size: 64,
+        max_run_life: Duration::from_secs(10 * 60),
     }
 }
 

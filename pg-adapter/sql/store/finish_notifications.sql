@@ -64,6 +64,9 @@ updated AS (
             WHEN checked.event_gone OR checked.action = 'run_failed' OR checked.dispatch_ended
             THEN NULL
             ELSE task.run_id END,
+        launched_at = CASE
+            WHEN checked.action = 'launched' THEN $8
+            ELSE task.launched_at END,
         notify_due_at = CASE
             WHEN checked.action IN ('launched', 'busy', 'run_pending') THEN $9
             WHEN checked.counts_failure THEN ($10::bigint[])[LEAST(task.notify_failures + 1, 17) + 1]

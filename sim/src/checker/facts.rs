@@ -59,8 +59,13 @@ pub struct Facts<'a> {
     pub n_of: BTreeMap<&'a str, u32>,
     /// Task number → (remote id, driver data).
     pub remote: BTreeMap<u32, (&'a str, &'a str)>,
-    /// Remote id → task number.
+    /// Remote id → the number of the task it was created for.
     pub n_of_remote: BTreeMap<&'a str, u32>,
+    /// Remote id → every task whose submit was answered with it: its creator, then the tasks
+    /// the duplicate-handle quirk handed it to again. The row that holds it is one of them.
+    pub holders: BTreeMap<&'a str, Vec<u32>>,
+    /// Task number → the remote id its submit was answered with (created or handed again).
+    pub held: BTreeMap<u32, &'a str>,
     /// Task ids the store accepted.
     pub inserted: BTreeSet<&'a str>,
     /// Launches, in history order.
@@ -90,6 +95,8 @@ impl<'a> Facts<'a> {
             n_of: BTreeMap::new(),
             remote: BTreeMap::new(),
             n_of_remote: BTreeMap::new(),
+            holders: BTreeMap::new(),
+            held: BTreeMap::new(),
             inserted: BTreeSet::new(),
             launches: Vec::new(),
             runs: BTreeMap::new(),
@@ -112,8 +119,14 @@ impl<'a> Facts<'a> {
                 } => {
                     f.remote.insert(*n, (remote_id, driver_data));
                     f.n_of_remote.insert(remote_id, *n);
+                    f.holders.entry(remote_id).or_default().push(*n);
+                    f.held.insert(*n, remote_id);
                     f.secrets.push(remote_id);
                     f.secrets.push(driver_data);
+                }
+                Event::RemoteReused { n, remote_id } => {
+                    f.holders.entry(remote_id).or_default().push(*n);
+                    f.held.insert(*n, remote_id);
                 }
                 Event::StoreInsert {
                     task_id,
@@ -180,6 +193,15 @@ impl<'a> Facts<'a> {
             };
             self.runs.insert(run, created);
         }
+    }
+
+    /// The ids of the tasks whose submits were answered with `remote_id` (see [`Self::holders`]).
+    pub fn holder_ids(&self, remote_id: &str) -> impl Iterator<Item = &'a str> + '_ {
+        self.holders
+            .get(remote_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|n| self.task_ids.get(n).copied())
     }
 
     /// `task-{n}` of a task id.

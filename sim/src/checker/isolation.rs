@@ -39,7 +39,7 @@ fn compensations(f: &Facts<'_>, v: &mut Verdict) {
         let Some(n) = f.n_of_remote.get(remote_id.as_str()) else {
             continue;
         };
-        if f.task_ids.get(n).is_some_and(|id| f.inserted.contains(id)) {
+        if f.holder_ids(remote_id).any(|id| f.inserted.contains(id)) {
             v.push(
                 Invariant::Isolated,
                 Some(task_label(*n)),
@@ -119,10 +119,9 @@ fn remote_cancels(f: &Facts<'_>, v: &mut Verdict) {
                 let Some(n) = f.n_of_remote.get(remote_id.as_str()) else {
                     continue;
                 };
-                let Some(task_id) = f.task_ids.get(n) else {
-                    continue;
-                };
-                if !requested.contains_key(*task_id) {
+                // Whichever task's row holds the remote id: the duplicate-handle quirk can hand
+                // one remote task to two submits, and either insert may win.
+                if !f.holder_ids(remote_id).any(|id| requested.contains_key(id)) {
                     v.push(
                         Invariant::Isolated,
                         Some(task_label(*n)),
@@ -139,7 +138,7 @@ fn remote_cancels(f: &Facts<'_>, v: &mut Verdict) {
         let Some(n) = f.n_of.get(task_id.as_str()) else {
             continue;
         };
-        let Some((remote_id, _)) = f.remote.get(n) else {
+        let Some(remote_id) = f.held.get(n) else {
             continue;
         };
         if reached
@@ -178,5 +177,95 @@ fn secrets(f: &Facts<'_>, v: &mut Verdict) {
                 "a secret reached a user-visible output",
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::checker::{check, Invariant};
+    use crate::generate::{generate, Knobs};
+    use crate::history::{Entry, Event, RemoteOp};
+    use tasklatch_core::ids::TaskId;
+    use tasklatch_core::store::CancelOutcome;
+
+    fn entry(host: &str, event: Event) -> Entry {
+        Entry {
+            at_us: 0,
+            host: host.into(),
+            task: None,
+            event,
+        }
+    }
+
+    /// Task 6's submit creates remote `R`; task 9's submit is handed `R` again (when `reused`),
+    /// task 9's row is stored, task 6's refused; task 9 is cancelled and a worker cancels `R`.
+    fn unrequested_cancels(reused: bool) -> Vec<String> {
+        let plan = generate(0, &Knobs::default());
+        let mut events = vec![
+            Event::SubmitSent {
+                n: 6,
+                task_id: "tsk_6".into(),
+            },
+            Event::RemoteCreated {
+                n: 6,
+                remote_id: "R".into(),
+                driver_data: "D".into(),
+            },
+            Event::SubmitSent {
+                n: 9,
+                task_id: "tsk_9".into(),
+            },
+        ];
+        if reused {
+            events.push(Event::RemoteReused {
+                n: 9,
+                remote_id: "R".into(),
+            });
+        }
+        events.extend([
+            Event::StoreInsert {
+                task_id: "tsk_9".into(),
+                outcome: Ok(0),
+                dropped: false,
+            },
+            Event::StoreInsert {
+                task_id: "tsk_6".into(),
+                outcome: Err("duplicate handle".into()),
+                dropped: false,
+            },
+            Event::StoreCancel {
+                owner: "user-0".into(),
+                thread: "user-0-thread-0".into(),
+                outcome: CancelOutcome::Requested(TaskId::from("tsk_9")),
+                dropped: false,
+            },
+        ]);
+        let mut entries: Vec<Entry> = events.into_iter().map(|e| entry("user", e)).collect();
+        entries.push(entry(
+            "worker-0",
+            Event::PortRemote {
+                lane: "worker-0/0".into(),
+                remote_id: "R".into(),
+                op: RemoteOp::Cancel,
+                started_us: 0,
+                answered: true,
+            },
+        ));
+        check(&plan, &entries)
+            .violations
+            .into_iter()
+            .filter(|v| v.invariant == Invariant::Isolated)
+            .map(|v| v.detail)
+            .collect()
+    }
+
+    #[test]
+    fn a_remote_cancel_is_attributed_to_the_row_that_holds_the_handle() {
+        assert_eq!(unrequested_cancels(true), Vec::<String>::new());
+        // Without the record that task 9 holds `R`, nobody asked to cancel it.
+        assert_eq!(
+            unrequested_cancels(false),
+            ["a remote cancel nobody requested"]
+        );
     }
 }

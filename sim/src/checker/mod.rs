@@ -9,6 +9,7 @@ mod delivery;
 mod facts;
 mod fencing;
 mod isolation;
+mod runs;
 mod seal;
 
 pub use facts::Facts;
@@ -176,5 +177,6 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     fencing::check(&facts, &mut v);
     isolation::check(&facts, &mut v);
     answers::check(&facts, &mut v);
+    runs::check(&facts, &mut v);
     v
 }

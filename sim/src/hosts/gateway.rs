@@ -33,7 +33,7 @@ pub struct GatewayState {
     pub(super) replies: AtomicU64,
     /// `langgraph` mode: the simulated Agent Server.
     pub(super) server: AgentServer,
-    /// `langgraph` mode: each run's key.
+    /// Each run's key.
     pub(super) keys: BTreeMap<RunId, String>,
 }
 
@@ -128,6 +128,19 @@ async fn handle(
                 .ledger(LedgerCall::DeleteThread(req, now_ts()))
                 .await,
         ))),
+        GatewayRequest::InterruptRun { run, .. } => {
+            let answer = backend
+                .ledger(LedgerCall::Finish(
+                    run.clone(),
+                    RunStatus::Interrupted,
+                    now_ts(),
+                ))
+                .await;
+            if matches!(answer, LedgerAnswer::Done(Ok(true))) {
+                interrupted(&ctx, &state, &run);
+            }
+            Reply::Send(GatewayResponse::Done(done(answer)))
+        }
         GatewayRequest::ListRuns { .. }
         | GatewayRequest::CreateRun { .. }
         | GatewayRequest::CancelRun { .. }
@@ -135,6 +148,26 @@ async fn handle(
             "404: the ledger gateway has no such route".into(),
         ))),
     }
+}
+
+/// A run the engine interrupted: it ends now (its scheduled end finds it ended and records
+/// nothing) and no longer keeps the world from settling. Shared by both gateway modes.
+pub(super) fn interrupted(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId) {
+    let key = {
+        let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+        st.scheduled.remove(run);
+        st.keys.get(run).cloned().unwrap_or_default()
+    };
+    ctx.exercised("launcher_interrupted_stuck_run", "gateway", None);
+    ctx.history.record_about(
+        "gateway",
+        &key,
+        Event::RunEnded {
+            run: run.to_string(),
+            key: key.clone(),
+            status: RunStatus::Interrupted,
+        },
+    );
 }
 
 fn done(answer: LedgerAnswer) -> Result<(), String> {
@@ -240,7 +273,11 @@ async fn start(
         LaunchOutcome::Started(run) => {
             let new = {
                 let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-                st.known.insert(run.clone()) && st.scheduled.insert(run.clone())
+                let new = st.known.insert(run.clone()) && st.scheduled.insert(run.clone());
+                if new {
+                    st.keys.insert(run.clone(), req.key.clone());
+                }
+                new
             };
             if new {
                 ctx.history.alias(run.as_str(), &req.key);
@@ -289,12 +326,13 @@ pub(super) fn schedule_end(
             end
         };
         let ended = match &backend {
-            Some(backend) => {
-                let _ = backend
+            // An interrupted run already ended; a failed finish is still this run's end.
+            Some(backend) => !matches!(
+                backend
                     .ledger(LedgerCall::Finish(run.clone(), ledger_end, now_ts()))
-                    .await;
-                true
-            }
+                    .await,
+                LedgerAnswer::Done(Ok(false))
+            ),
             None => state
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -321,6 +359,11 @@ pub(super) fn schedule_end(
     });
 }
 
+/// How long a stuck run lasts unless interrupted: until the agent server's own run timeout
+/// ends it (as `timeout`), long after the engine's `max_run_life`. A run the engine never
+/// learned of (every launch answer for its key was lost) frees its thread only then.
+pub const STUCK_RUN_MS: u64 = 240_000;
+
 /// How long a run started at `t` takes and how it ends: slow and bad-run faults active at
 /// its start decide, and a lost-runs fault makes the gateway forget it (it reads "missing").
 fn run_fate(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId, t: u64) -> (u64, RunStatus) {
@@ -334,21 +377,32 @@ fn run_fate(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId, t: u64) -> (u64
         _ => None,
     });
     let bad: Vec<_> = bad.collect();
+    let stuck = ctx
+        .active(t, |k| matches!(k, FaultKind::StuckRuns).then_some(()))
+        .next();
+    // A stuck run is never also forgotten: a run the gateway denies while it holds its thread
+    // forever would leave the engine nothing to interrupt.
     let lost = ctx
         .active(t, |k| matches!(k, FaultKind::LostRuns).then_some(()))
-        .next();
-    let run_ms = match slow.first() {
-        Some((index, ms)) => {
+        .next()
+        .filter(|_| stuck.is_none());
+    let run_ms = match (stuck, slow.first()) {
+        (Some((index, ())), _) => {
+            ctx.fire(index, "gateway");
+            STUCK_RUN_MS
+        }
+        (None, Some((index, ms))) => {
             ctx.fire(*index, "gateway");
             *ms
         }
-        None => state
+        (None, None) => state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .rng
             .random_range(500..3_000),
     };
     let end = match (lost, bad.first()) {
+        _ if stuck.is_some() => RunStatus::Timeout,
         (Some((index, ())), _) => {
             ctx.fire(index, "gateway");
             state

@@ -72,6 +72,25 @@ pub async fn handle(
             }
             GatewayResponse::Cancelled(rolled.ok_or_else(|| "404 run not found".to_owned()))
         }
+        GatewayRequest::InterruptRun { thread, run } => {
+            let ended = {
+                let mut st = lock(&state);
+                match st.server.find(&run) {
+                    Some(r) if r.thread == thread => {
+                        Some(st.server.finish(&run, RunStatus::Interrupted))
+                    }
+                    _ => None,
+                }
+            };
+            if ended == Some(true) {
+                super::gateway::interrupted(&ctx, &state, &run);
+            }
+            GatewayResponse::Done(
+                ended
+                    .map(|_| ())
+                    .ok_or_else(|| "404 run not found".to_owned()),
+            )
+        }
         GatewayRequest::GetAssistant(id) => GatewayResponse::Assistant(id == ASSISTANT),
         GatewayRequest::Lookup(run) => {
             if read_fails(&ctx, t) {
@@ -97,7 +116,11 @@ pub async fn handle(
             GatewayResponse::Done(Ok(()))
         }
         GatewayRequest::DeleteThread(thread) => {
-            lock(&state).server.delete_thread(&thread);
+            // Its runs disappear: none of them can end any more, stuck or not.
+            let mut st = lock(&state);
+            for run in st.server.delete_thread(&thread) {
+                st.scheduled.remove(&run);
+            }
             GatewayResponse::Done(Ok(()))
         }
         GatewayRequest::Launch(_) => {

@@ -379,6 +379,14 @@ fn submit(
     let task = match (duplicate, earlier) {
         (true, Some(e)) => {
             ctx.exercised("remote_duplicate_handle", "mcp", Some(task_label(plan.n)));
+            ctx.history.record(
+                "mcp",
+                Some(task_label(plan.n)),
+                Event::RemoteReused {
+                    n: plan.n,
+                    remote_id: e.remote_id.clone(),
+                },
+            );
             e
         }
         _ => create(ctx, st, plan.n, owner, t),

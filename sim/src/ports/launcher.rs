@@ -83,4 +83,32 @@ impl Launcher for RpcLauncher {
         self.caller.after_call().await;
         answer
     }
+
+    async fn interrupt_run(&self, thread: &ThreadId, run: &RunId) -> Result<(), String> {
+        let req = GatewayRequest::InterruptRun {
+            thread: thread.clone(),
+            run: run.clone(),
+        };
+        let answer = match self.call(req).await {
+            Ok(GatewayResponse::Done(r)) => r,
+            Ok(_) => Err("unexpected answer from the launcher".into()),
+            Err(e) => Err(format!("launcher unreachable: {e}")),
+        };
+        let outcome = if answer.is_ok() {
+            "interrupted"
+        } else {
+            "error"
+        };
+        self.caller.ctx.history.record_about(
+            &self.caller.host(),
+            run.as_str(),
+            Event::PortInterrupt {
+                lane: self.caller.name.clone(),
+                run: run.to_string(),
+                outcome: outcome.to_owned(),
+            },
+        );
+        self.caller.after_call().await;
+        answer
+    }
 }

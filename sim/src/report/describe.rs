@@ -136,6 +136,12 @@ fn service(event: &Event) -> Option<String> {
         Event::RemoteCreated { n, remote_id, .. } => {
             format!("remote task {remote_id} created for {}", task_label(*n))
         }
+        Event::RemoteReused { n, remote_id } => {
+            format!(
+                "remote task {remote_id} handed again to {}'s submit",
+                task_label(*n)
+            )
+        }
         Event::RemoteServed {
             op,
             answer,
@@ -196,6 +202,9 @@ fn service(event: &Event) -> Option<String> {
             format!("run {run} ({key}) ended: {}", status.as_str())
         }
         Event::PortLookup { lane, run, outcome } => format!("{lane} looked up {run}: {outcome}"),
+        Event::PortInterrupt { lane, run, outcome } => {
+            format!("{lane} interrupted {run} (too old): {outcome}")
+        }
         Event::RunQueued { run, key } => {
             format!("run {run} ({key}) queued behind a busy thread (no 409)")
         }

@@ -40,6 +40,14 @@ pub enum GatewayRequest {
         /// The run.
         run: RunId,
     },
+    /// Ends a run that outlived the engine's `max_run_life` as interrupted (ledger mode: in the
+    /// ledger; `langgraph` mode: `POST /threads/{thread}/runs/{run}/cancel?action=interrupt`).
+    InterruptRun {
+        /// The thread.
+        thread: ThreadId,
+        /// The run.
+        run: RunId,
+    },
     /// `langgraph` mode: `GET /assistants/{id}` (the server's 404 is ambiguous without it).
     GetAssistant(String),
 }

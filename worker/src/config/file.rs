@@ -132,6 +132,8 @@ pub struct EngineSection {
     pub release_backoff_ms: u64,
     /// An external call starts only while this much of its lease is left.
     pub min_lease_left_ms: u64,
+    /// A notification run still going this long after its launch is interrupted and retried.
+    pub max_run_life_ms: u64,
 }
 
 impl Default for EngineSection {
@@ -151,6 +153,7 @@ impl Default for EngineSection {
             max_retry_backoff_ms: ms(p.max_retry_backoff),
             release_backoff_ms: ms(p.release_backoff),
             min_lease_left_ms: ms(p.min_lease_left),
+            max_run_life_ms: ms(p.max_run_life),
         }
     }
 }

@@ -225,7 +225,14 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
         release_backoff: ms("release_backoff_ms", e.release_backoff_ms)?,
         min_lease_left: ms("min_lease_left_ms", e.min_lease_left_ms)?,
         batch_size: in_range("loops.batch_size", l.batch_size, 1, MAX_BATCH)?,
+        max_run_life: ms("max_run_life_ms", e.max_run_life_ms)?,
     };
+    if policy.max_run_life <= policy.run_check_interval {
+        return Err(ConfigError::new(
+            "engine.max_run_life_ms",
+            "must exceed run_check_interval_ms (a run is looked at before it is given up)",
+        ));
+    }
     let shortest = shortest_lease(&policy);
     if policy.min_lease_left >= shortest {
         return Err(ConfigError::new(
@@ -408,6 +415,7 @@ mod tests {
                 "engine.min_lease_left_ms",
             ),
             ("[engine]\npoll_lease_ms = 0", "engine.poll_lease_ms"),
+            ("[engine]\nmax_run_life_ms = 2000", "engine.max_run_life_ms"),
             ("[http]\nlisten = \"localhost\"", "http.listen"),
             ("[http]\nmax_body_bytes = 10", "http.max_body_bytes"),
         ];

@@ -1,0 +1,161 @@
+//! Bounded runs (DOMAIN §3, issue 11 item 3): a run the engine saw still going long after
+//! `max_run_life` is interrupted at once by the lane that saw it, so a run that never ends
+//! cannot hold its task's notifications, and its thread, for ever.
+//!
+//! Read from the ports' record: a lookup that answered `pending` or `running` for a run older
+//! (by the world's clock, from the first launch answer that named it to a worker: a run whose
+//! launch answers were lost is only known from then) than `max_run_life` plus [`MARGIN_SECS`]
+//! must be followed by the same lane's interrupt of that run, unless the lane's worker
+//! restarted (crashed) first.
+
+use super::facts::Facts;
+use super::{Invariant, Verdict};
+use crate::history::Event;
+use crate::timing::MAX_RUN_LIFE_SECS;
+use std::collections::BTreeMap;
+
+/// Slack over `max_run_life` before a run counts as too old: the engine measures a run's age
+/// from the write after its launch, on a clock that may be skewed by a few seconds either way.
+const MARGIN_SECS: u64 = 20;
+
+pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
+    let limit_us = (MAX_RUN_LIFE_SECS + MARGIN_SECS) * 1_000_000;
+    let mut known_at: BTreeMap<&str, u64> = BTreeMap::new();
+    for (i, e) in f.entries.iter().enumerate() {
+        if let Event::PortLaunch { outcome, .. } = &e.event {
+            if let Some(run) = outcome.strip_prefix("started:") {
+                known_at.entry(run).or_insert(e.at_us);
+            }
+        }
+        let Event::PortLookup { lane, run, outcome } = &e.event else {
+            continue;
+        };
+        if outcome != "pending" && outcome != "running" {
+            continue;
+        }
+        let (Some(r), Some(known)) = (f.runs.get(run.as_str()), known_at.get(run.as_str())) else {
+            continue;
+        };
+        let age_us = e.at_us.saturating_sub(*known);
+        if age_us <= limit_us {
+            continue;
+        }
+        let host = lane.split('/').next().unwrap_or(lane);
+        let answered = f.entries[i + 1..]
+            .iter()
+            .find_map(|later| match &later.event {
+                Event::PortInterrupt {
+                    lane: l, run: r, ..
+                } if l == lane && r == run => Some(true),
+                Event::HostStarted if later.host == host => Some(false),
+                _ => None,
+            });
+        if answered.is_none() {
+            v.push(
+                Invariant::Live,
+                f.label(r.task_id),
+                Some(i),
+                format!(
+                    "{lane} saw run {run} still {outcome} {} s after a launch named it \
+                     (max_run_life {MAX_RUN_LIFE_SECS} s) and never interrupted it",
+                    age_us / 1_000_000
+                ),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::checker::{check, Invariant};
+    use crate::generate::{generate, Knobs};
+    use crate::history::{Entry, Event, LaunchAnswer};
+
+    fn at(secs: u64, host: &str, event: Event) -> Entry {
+        Entry {
+            at_us: secs * 1_000_000,
+            host: host.into(),
+            task: None,
+            event,
+        }
+    }
+
+    /// Run 1 is launched at 0 s and looked up still running at `seen` s by lane `worker-0/0`,
+    /// followed by `then`.
+    fn stuck_verdicts(seen: u64, then: Vec<Entry>) -> Vec<String> {
+        let plan = generate(0, &Knobs::default());
+        let mut entries = vec![
+            at(
+                0,
+                "gateway",
+                Event::LaunchServed {
+                    key: "task:t1:1:0".into(),
+                    owner: "o".into(),
+                    thread: "th".into(),
+                    prompt: "p".into(),
+                    answer: LaunchAnswer::Started {
+                        run: "run-1".into(),
+                    },
+                    created_run: Some("run-1".into()),
+                    dropped: false,
+                },
+            ),
+            at(
+                0,
+                "worker-0",
+                Event::PortLaunch {
+                    lane: "worker-0/0".into(),
+                    key: "task:t1:1:0".into(),
+                    outcome: "started:run-1".into(),
+                },
+            ),
+            at(
+                seen,
+                "worker-0",
+                Event::PortLookup {
+                    lane: "worker-0/0".into(),
+                    run: "run-1".into(),
+                    outcome: "running".into(),
+                },
+            ),
+        ];
+        entries.extend(then);
+        check(&plan, &entries)
+            .violations
+            .into_iter()
+            .filter(|v| v.invariant == Invariant::Live && v.detail.contains("interrupted"))
+            .map(|v| v.detail)
+            .collect()
+    }
+
+    fn interrupt(secs: u64, lane: &str) -> Entry {
+        at(
+            secs,
+            "worker-0",
+            Event::PortInterrupt {
+                lane: lane.into(),
+                run: "run-1".into(),
+                outcome: "interrupted".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn a_run_seen_going_long_past_max_run_life_must_be_interrupted_by_that_lane() {
+        assert_eq!(stuck_verdicts(60, vec![]).len(), 1, "never interrupted");
+        assert_eq!(
+            stuck_verdicts(60, vec![interrupt(60, "worker-0/1")]).len(),
+            1,
+            "another lane's interrupt is not this lane's"
+        );
+        assert!(stuck_verdicts(60, vec![interrupt(60, "worker-0/0")]).is_empty());
+        assert!(
+            stuck_verdicts(60, vec![at(61, "worker-0", Event::HostStarted)]).is_empty(),
+            "the lane's worker crashed before it could"
+        );
+        assert!(
+            stuck_verdicts(40, vec![]).is_empty(),
+            "within max_run_life and its margin"
+        );
+    }
+}
