@@ -147,8 +147,9 @@ impl RunLedger for MemLedger {
                 return Ok(LaunchOutcome::Started(l.runs[i].run_id.clone()));
             }
         }
+        let deletion_ignored = mutation::active(Mutant::LedgerIgnoresThreadDeletion);
         match l.threads.get(&req.thread) {
-            Some((owner, false)) if *owner == req.owner => {}
+            Some((owner, deleted)) if *owner == req.owner && (!deleted || deletion_ignored) => {}
             _ => return Ok(LaunchOutcome::ThreadGone),
         }
         if l.runs

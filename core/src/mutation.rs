@@ -65,11 +65,13 @@ pub enum Mutant {
     /// A dispatched run still pending or running is waited for however old it is (no
     /// `max_run_life`): a run that never ends holds its task's notifications forever.
     StuckRunAwaited,
+    /// The in-memory run ledger starts runs on a deleted thread (deletion is not final).
+    LedgerIgnoresThreadDeletion,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 23] = [
+    pub const ALL: [Mutant; 24] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -93,6 +95,7 @@ impl Mutant {
         Mutant::UnconfirmedInsertCompensated,
         Mutant::RedactionShortestFirst,
         Mutant::StuckRunAwaited,
+        Mutant::LedgerIgnoresThreadDeletion,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -125,6 +128,7 @@ impl Mutant {
             Mutant::UnconfirmedInsertCompensated => "unconfirmed-insert-compensated",
             Mutant::RedactionShortestFirst => "redaction-shortest-first",
             Mutant::StuckRunAwaited => "stuck-run-awaited",
+            Mutant::LedgerIgnoresThreadDeletion => "ledger-ignores-thread-deletion",
         }
     }
 

@@ -9,6 +9,7 @@ mod delivery;
 mod facts;
 mod fencing;
 mod isolation;
+mod landing;
 mod runs;
 mod seal;
 
@@ -42,7 +43,8 @@ pub enum Invariant {
     Isolated,
     /// A secret in an output.
     Sealed,
-    /// Something never settled after the faults stopped.
+    /// Something never settled after the faults stopped, or a run seen going far past
+    /// `max_run_life` was left running.
     Live,
 }
 
@@ -178,5 +180,6 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     isolation::check(&facts, &mut v);
     answers::check(&facts, &mut v);
     runs::check(&facts, &mut v);
+    landing::check(&facts, &mut v);
     v
 }
