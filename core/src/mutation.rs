@@ -67,11 +67,14 @@ pub enum Mutant {
     StuckRunAwaited,
     /// The in-memory run ledger starts runs on a deleted thread (deletion is not final).
     LedgerIgnoresThreadDeletion,
+    /// The in-memory store's cancel request matches the thread only, not the owner: whoever
+    /// presents a thread id can cancel its tasks.
+    CancelOwnerNotChecked,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 24] = [
+    pub const ALL: [Mutant; 25] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -96,6 +99,7 @@ impl Mutant {
         Mutant::RedactionShortestFirst,
         Mutant::StuckRunAwaited,
         Mutant::LedgerIgnoresThreadDeletion,
+        Mutant::CancelOwnerNotChecked,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -129,6 +133,7 @@ impl Mutant {
             Mutant::RedactionShortestFirst => "redaction-shortest-first",
             Mutant::StuckRunAwaited => "stuck-run-awaited",
             Mutant::LedgerIgnoresThreadDeletion => "ledger-ignores-thread-deletion",
+            Mutant::CancelOwnerNotChecked => "cancel-owner-not-checked",
         }
     }
 

@@ -222,10 +222,28 @@ async fn act(
                 owner_cancel(ctx, engine, task, target, repeats, concurrent).await;
             }
         }
-        UserAction::ForeignCancel { task, by_owner, .. } => {
+        UserAction::ForeignCancel {
+            task,
+            by_owner,
+            at_ms,
+        } => {
             let Some(id) = id_of(task) else { return };
+            let Some(victim) = ctx.plan.task(task) else {
+                return;
+            };
             ctx.exercised("cancel_foreign", USER_HOST, Some(task_label(task)));
-            let (intruder, target) = (scope(by_owner, 0), CancelTarget::Id(id));
+            // The intruder knows the victim's exact thread id, and its task's id or name: only
+            // the owner tells them apart.
+            let intruder = Scope {
+                owner: owner_name(by_owner).into(),
+                thread: thread_name(victim.owner, victim.thread).into(),
+            };
+            let target = if at_ms % 2 == 0 {
+                CancelTarget::Id(id)
+            } else {
+                ctx.exercised("cancel_foreign_by_name", USER_HOST, Some(task_label(task)));
+                CancelTarget::Name(task_name(task))
+            };
             cancel(ctx, engine, task, intruder, target, 0).await;
         }
         UserAction::DeleteThread { owner, thread, .. } => {
