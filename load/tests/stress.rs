@@ -1,5 +1,6 @@
 //! A small stress run with chaos (4 engines, 300 tasks): engines aborted mid-call, backends
-//! killed, 409/404/launch errors/slow and failed runs — and nothing lost, duplicated or
+//! killed one at a time and all at once (a database restart), 409/404/launch errors/slow and
+//! failed runs — and nothing lost, duplicated or
 //! unexpected, judged from the doubles' records.
 
 use tasklatch_load::stress::{run, StressConfig};
@@ -25,6 +26,10 @@ async fn small_stress_with_chaos_loses_and_duplicates_nothing() {
         "{report:#?}"
     );
     assert!(report.aborts + report.kills > 0, "chaos happened");
+    assert!(
+        report.restarts > 0,
+        "every backend was killed at once at least once (a database restart)"
+    );
 }
 
 /// The verdict has teeth: with the ledger's uniqueness dropped, a launch that fails after the

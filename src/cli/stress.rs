@@ -41,11 +41,12 @@ pub fn run_cli(args: StressArgs) -> anyhow::Result<ExitCode> {
         .build()?;
     let report = runtime.block_on(run(config, |p| eprintln!("{}", p.line())))?;
     eprintln!(
-        "tasks={} runs={} aborts={} kills={} deleted_threads={} cancels={} settled={} elapsed={:.1}s\nlauncher: {}",
+        "tasks={} runs={} aborts={} kills={} restarts={} deleted_threads={} cancels={} settled={} elapsed={:.1}s\nlauncher: {}",
         report.tasks,
         report.runs,
         report.aborts,
         report.kills,
+        report.restarts,
         report.deleted_threads,
         report.cancels,
         report.settled,

@@ -1,6 +1,7 @@
-//! Chaos: while faults are on, every 50–300 ms either an engine task is aborted mid-call and
-//! restarted under a new name, or a random backend of the store or the ledger is killed with
-//! `pg_terminate_backend`.
+//! Chaos: while faults are on, every 50–300 ms an engine task is aborted mid-call and restarted
+//! under a new name, or a random backend of the store or the ledger is killed with
+//! `pg_terminate_backend` — or, one step in twenty, every one of them at once: what a Postgres
+//! restart does to its clients (every connection dies mid-statement; the pools reconnect).
 
 use super::world::{lock, worker_loop, Shared, Workers};
 use rand::{Rng, SeedableRng};
@@ -17,6 +18,13 @@ const KILL_ONE_BACKEND: &str = "\
     WHERE datname = current_database() AND pid <> pg_backend_pid() \
       AND application_name IN ('tasklatch-store', 'tasklatch-ledger') \
     ORDER BY random() LIMIT 1";
+
+/// Kills every backend of the store's and the ledger's pools (a database restart, as the
+/// clients see it); how many were killed.
+const KILL_EVERY_BACKEND: &str = "\
+    SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS killed FROM pg_stat_activity \
+    WHERE datname = current_database() AND pid <> pg_backend_pid() \
+      AND application_name IN ('tasklatch-store', 'tasklatch-ledger')";
 
 /// The chaos switch and its task.
 pub(super) struct Chaos {
@@ -41,10 +49,10 @@ impl Chaos {
             tokio::spawn(async move {
                 while on.load(Ordering::Relaxed) {
                     tokio::time::sleep(Duration::from_millis(rng.random_range(50..300))).await;
-                    if rng.random_bool(0.5) {
-                        restart_one(&mut rng, &shared, &workers);
-                    } else {
-                        kill_one(&shared, &admin).await;
+                    match rng.random_range(0..20) {
+                        0 => kill_every(&shared, &admin).await,
+                        1..=10 => restart_one(&mut rng, &shared, &workers),
+                        _ => kill_one(&shared, &admin).await,
                     }
                 }
             })
@@ -83,6 +91,18 @@ fn restart_one(rng: &mut ChaCha8Rng, shared: &Arc<Shared>, workers: &Workers) {
         worker_loop(inner, name).await;
     });
     shared.aborts.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Kills every backend (see [`KILL_EVERY_BACKEND`]): counts a restart, and its kills.
+async fn kill_every(shared: &Shared, admin: &PgPool) {
+    let killed = sqlx::query(KILL_EVERY_BACKEND).fetch_one(admin).await;
+    if let Ok(row) = killed {
+        let n = row.try_get::<i64, _>("killed").unwrap_or(0);
+        shared.restarts.fetch_add(1, Ordering::Relaxed);
+        shared
+            .kills
+            .fetch_add(u64::try_from(n).unwrap_or(0), Ordering::Relaxed);
+    }
 }
 
 /// Kills one backend (see [`KILL_ONE_BACKEND`]) and counts it if one was killed.

@@ -246,6 +246,7 @@ async fn run_on(
         runs,
         aborts: shared.aborts.load(Ordering::Relaxed),
         kills: shared.kills.load(Ordering::Relaxed),
+        restarts: shared.restarts.load(Ordering::Relaxed),
         deleted_threads: deleted.len() as u64,
         cancels: submissions.cancels.load(Ordering::Relaxed),
         launcher: shared.launcher.summary(),

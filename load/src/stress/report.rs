@@ -77,6 +77,8 @@ pub struct StressReport {
     pub aborts: u64,
     /// Backend kills.
     pub kills: u64,
+    /// Chaos steps that killed every backend at once (a database restart, as clients see it).
+    pub restarts: u64,
     /// Threads deleted.
     pub deleted_threads: u64,
     /// Cancels requested.

@@ -77,6 +77,8 @@ pub(super) struct Shared {
     pub stop: AtomicBool,
     pub aborts: AtomicU64,
     pub kills: AtomicU64,
+    /// Chaos steps that killed every backend at once (a database restart, as clients see it).
+    pub restarts: AtomicU64,
 }
 
 impl Shared {
@@ -97,6 +99,7 @@ impl Shared {
             stop: AtomicBool::new(false),
             aborts: AtomicU64::new(0),
             kills: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
         }
     }
 
