@@ -70,11 +70,14 @@ pub enum Mutant {
     /// The in-memory store's cancel request matches the thread only, not the owner: whoever
     /// presents a thread id can cancel its tasks.
     CancelOwnerNotChecked,
+    /// The in-memory store's listing (tasks and run context) matches the thread only, not the
+    /// owner: whoever presents a thread id reads its tasks.
+    ListOwnerNotChecked,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 26] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -100,6 +103,7 @@ impl Mutant {
         Mutant::StuckRunAwaited,
         Mutant::LedgerIgnoresThreadDeletion,
         Mutant::CancelOwnerNotChecked,
+        Mutant::ListOwnerNotChecked,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -134,6 +138,7 @@ impl Mutant {
             Mutant::StuckRunAwaited => "stuck-run-awaited",
             Mutant::LedgerIgnoresThreadDeletion => "ledger-ignores-thread-deletion",
             Mutant::CancelOwnerNotChecked => "cancel-owner-not-checked",
+            Mutant::ListOwnerNotChecked => "list-owner-not-checked",
         }
     }
 

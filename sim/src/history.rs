@@ -17,7 +17,7 @@ use tasklatch_core::lease::{LeaseKind, Refusal};
 use tasklatch_core::ports::RunStatus;
 use tasklatch_core::status::NotifyStatus;
 use tasklatch_core::store::{AnswerOutcome, CancelOutcome, RequeueOutcome};
-use tasklatch_core::text::PublicTask;
+use tasklatch_core::text::{ContextEntry, PublicTask};
 
 /// One line of the history.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
@@ -196,6 +196,15 @@ pub enum Event {
         thread: String,
         /// What the user saw.
         answer: Result<Vec<PublicTask>, String>,
+    },
+    /// A user read a thread's run context (the per-run projection an agent is given).
+    ContextRead {
+        /// Owner.
+        owner: String,
+        /// Thread.
+        thread: String,
+        /// What the user saw.
+        answer: Result<Vec<ContextEntry>, String>,
     },
     /// A user deleted a thread.
     ThreadDeleted {

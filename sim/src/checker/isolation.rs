@@ -9,6 +9,7 @@ use super::{Invariant, Verdict};
 use crate::history::{Event, RemoteOp};
 use crate::naming::{owner_name, task_label, thread_name, USER_HOST};
 use std::collections::BTreeMap;
+use tasklatch_core::policy::MAX_CONTEXT_TASKS;
 use tasklatch_core::store::CancelOutcome;
 
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
@@ -56,23 +57,47 @@ fn scope_of(f: &Facts<'_>, task_id: &str) -> Option<(String, String)> {
     Some((owner_name(t.owner), thread_name(t.owner, t.thread)))
 }
 
+/// Listings and run contexts hold only the caller's own tasks of the thread named (the run
+/// context at most `MAX_CONTEXT_TASKS`).
 fn listings(f: &Facts<'_>, v: &mut Verdict) {
     for (i, e) in f.entries.iter().enumerate() {
-        if let Event::Listed {
-            owner,
-            thread,
-            answer: Ok(tasks),
-        } = &e.event
-        {
-            for t in tasks {
-                if scope_of(f, t.task_id.as_str()) != Some((owner.clone(), thread.clone())) {
+        let (owner, thread, ids, what): (_, _, Vec<&str>, _) = match &e.event {
+            Event::Listed {
+                owner,
+                thread,
+                answer: Ok(tasks),
+            } => (
+                owner,
+                thread,
+                tasks.iter().map(|t| t.task_id.as_str()).collect(),
+                "listed",
+            ),
+            Event::ContextRead {
+                owner,
+                thread,
+                answer: Ok(tasks),
+            } => {
+                if tasks.len() > MAX_CONTEXT_TASKS {
                     v.push(
                         Invariant::Isolated,
-                        f.label(t.task_id.as_str()),
+                        None,
                         Some(i),
-                        format!("{owner} listed a task outside {thread}"),
+                        format!("a run context of {} tasks", tasks.len()),
                     );
                 }
+                let ids = tasks.iter().map(|t| t.task_id.as_str()).collect();
+                (owner, thread, ids, "was given in a run context")
+            }
+            _ => continue,
+        };
+        for id in ids {
+            if scope_of(f, id) != Some((owner.clone(), thread.clone())) {
+                v.push(
+                    Invariant::Isolated,
+                    f.label(id),
+                    Some(i),
+                    format!("{owner} {what} a task outside its own {thread}"),
+                );
             }
         }
     }
@@ -162,6 +187,9 @@ fn secrets(f: &Facts<'_>, v: &mut Verdict) {
         let output = match &e.event {
             Event::LaunchServed { prompt, .. } => leaks(prompt),
             Event::Listed { answer, .. } => {
+                leaks(&serde_json::to_string(answer).unwrap_or_default())
+            }
+            Event::ContextRead { answer, .. } => {
                 leaks(&serde_json::to_string(answer).unwrap_or_default())
             }
             Event::SubmitAnswered { answer, .. } => leaks(&format!("{answer:?}")),

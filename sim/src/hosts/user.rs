@@ -273,18 +273,47 @@ async fn act(
             answer(ctx, engine, plan, id, at_ms, by_owner).await;
         }
         UserAction::List { owner, thread, .. } => {
-            let answer = engine
-                .list(&scope(owner, thread))
-                .await
-                .map_err(|e| e.to_string());
-            let event = Event::Listed {
-                owner: owner_name(owner),
-                thread: thread_name(owner, thread),
-                answer,
-            };
-            ctx.history.record(USER_HOST, None, event);
+            let victim = scope(owner, thread);
+            look(ctx, engine, owner_name(owner), &victim).await;
+            // Another owner presenting this thread's exact id sees nothing of it.
+            let owners = ctx
+                .plan
+                .tasks
+                .iter()
+                .map(|t| t.owner + 1)
+                .max()
+                .unwrap_or(1);
+            let intruder = (owner + 1) % owners;
+            if intruder != owner {
+                ctx.exercised("list_foreign", USER_HOST, None);
+                look(ctx, engine, owner_name(intruder), &victim).await;
+            }
         }
     }
+}
+
+/// `by` lists the thread `scope` names and reads its run context (the projection an agent run
+/// is given), presenting that scope's exact thread id.
+async fn look(ctx: &Arc<Ctx>, engine: &SimEngine, by: String, scope: &Scope) {
+    let intruder = Scope {
+        owner: by.as_str().into(),
+        thread: scope.thread.clone(),
+    };
+    let answer = engine.list(&intruder).await.map_err(|e| e.to_string());
+    let thread = scope.thread.to_string();
+    let event = Event::Listed {
+        owner: by.clone(),
+        thread: thread.clone(),
+        answer,
+    };
+    ctx.history.record(USER_HOST, None, event);
+    let answer = engine.context(&intruder).await.map_err(|e| e.to_string());
+    let event = Event::ContextRead {
+        owner: by,
+        thread,
+        answer,
+    };
+    ctx.history.record(USER_HOST, None, event);
 }
 
 /// Answers the question `plan`'s script asks at `at_ms`: as its owner, or as owner `by_owner`

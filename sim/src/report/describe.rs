@@ -114,6 +114,20 @@ fn user(event: &Event) -> Option<String> {
             Ok(tasks) => format!("{owner} listed {thread}: {} tasks", tasks.len()),
             Err(e) => format!("{owner} listing {thread} failed: {}", excerpt(e)),
         },
+        Event::ContextRead {
+            owner,
+            thread,
+            answer,
+        } => match answer {
+            Ok(tasks) => format!(
+                "{owner} read the run context of {thread}: {} tasks",
+                tasks.len()
+            ),
+            Err(e) => format!(
+                "{owner} reading the run context of {thread} failed: {}",
+                excerpt(e)
+            ),
+        },
         Event::ThreadDeleted { owner, thread } => format!("{owner} deleted {thread}"),
         Event::AnswerSent {
             n, by, request_id, ..

@@ -365,6 +365,10 @@ fn simple(event: &Event) -> Option<Look> {
             let class = if answer.is_ok() { "lst" } else { "err" };
             (Lane::Host("user"), Slot::Mark, Glyph::Square, class)
         }
+        Event::ContextRead { answer, .. } => {
+            let class = if answer.is_ok() { "lst" } else { "err" };
+            (Lane::Host("user"), Slot::Mark, Glyph::Square, class)
+        }
         Event::StoreError { .. } => (Lane::Host("db"), Slot::Mark, Glyph::Tick, "err"),
         Event::SubmitSent { .. } => task(Glyph::Square, "sub"),
         Event::SubmitAnswered { answer: Err(_), .. } => task(Glyph::Tick, "err"),
