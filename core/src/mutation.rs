@@ -73,11 +73,14 @@ pub enum Mutant {
     /// The in-memory store's listing (tasks and run context) matches the thread only, not the
     /// owner: whoever presents a thread id reads its tasks.
     ListOwnerNotChecked,
+    /// A submit whose row the store refused skips its compensating cancel: the remote task
+    /// runs on, tracked by nobody.
+    CompensationSkipped,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 26] = [
+    pub const ALL: [Mutant; 27] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -104,6 +107,7 @@ impl Mutant {
         Mutant::LedgerIgnoresThreadDeletion,
         Mutant::CancelOwnerNotChecked,
         Mutant::ListOwnerNotChecked,
+        Mutant::CompensationSkipped,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -139,6 +143,7 @@ impl Mutant {
             Mutant::LedgerIgnoresThreadDeletion => "ledger-ignores-thread-deletion",
             Mutant::CancelOwnerNotChecked => "cancel-owner-not-checked",
             Mutant::ListOwnerNotChecked => "list-owner-not-checked",
+            Mutant::CompensationSkipped => "compensation-skipped",
         }
     }
 

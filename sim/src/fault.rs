@@ -127,6 +127,9 @@ pub enum FaultKind {
     },
     /// Runs started now never end by themselves (the agent hangs): only an interrupt ends them.
     StuckRuns,
+    /// The store refuses every insert (as a host database's own constraint or trigger would):
+    /// a submit meeting it must cancel its remote task (the compensation).
+    RefuseInserts,
     /// Runs started now end badly.
     BadRuns {
         /// How.
@@ -237,6 +240,7 @@ impl Fault {
                 BadEnd::Interrupted => "run_interrupted".into(),
             },
             FaultKind::RemoteErrors => "remote_transient_error".into(),
+            FaultKind::RefuseInserts => "store_insert_refused".into(),
             FaultKind::SlowRemote { .. } => "remote_slow".into(),
         }
     }
@@ -262,6 +266,7 @@ impl FaultKind {
             | FaultKind::StuckRuns
             | FaultKind::BadRuns { .. } => Target::Service(Service::Gateway),
             FaultKind::RemoteErrors | FaultKind::SlowRemote { .. } => Target::Service(Service::Mcp),
+            FaultKind::RefuseInserts => Target::Service(Service::Db),
         }
     }
 
@@ -289,6 +294,7 @@ impl FaultKind {
             | FaultKind::StuckRuns
             | FaultKind::BadRuns { .. } => "gateway".to_owned(),
             FaultKind::RemoteErrors => "mcp".to_owned(),
+            FaultKind::RefuseInserts => "db: inserts refused".to_owned(),
         }
     }
 
@@ -309,6 +315,7 @@ impl FaultKind {
             FaultKind::Latency { .. } => Look::band("fl"),
             FaultKind::Skew { .. } => Look::band("fk"),
             FaultKind::RemoteErrors | FaultKind::SlowRemote { .. } => Look::band("fr"),
+            FaultKind::RefuseInserts => Look::band("fn"),
             FaultKind::GatewayBusy
             | FaultKind::GatewayErrors { .. }
             | FaultKind::LookupErrors
@@ -357,6 +364,7 @@ impl FaultKind {
             | FaultKind::LookupErrors
             | FaultKind::LostRuns
             | FaultKind::BadRuns { .. }
+            | FaultKind::RefuseInserts
             | FaultKind::RemoteErrors => None,
         }
     }
@@ -385,6 +393,7 @@ impl FaultKind {
             | FaultKind::StuckRuns
             | FaultKind::BadRuns { .. }
             | FaultKind::RemoteErrors
+            | FaultKind::RefuseInserts
             | FaultKind::SlowRemote { .. } => Ok(()),
         }
     }
@@ -426,6 +435,7 @@ mod tests {
                 end: BadEnd::Timeout,
             },
             FaultKind::RemoteErrors,
+            FaultKind::RefuseInserts,
             FaultKind::SlowRemote { delay_ms: 2_000 },
         ]
     }

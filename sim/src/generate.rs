@@ -47,9 +47,10 @@ enum Family {
     RemoteErrors,
     SlowRemote,
     StuckRuns,
+    RefuseInserts,
 }
 
-const FAMILIES: [Family; 17] = [
+const FAMILIES: [Family; 18] = [
     Family::Crash,
     Family::Pause,
     Family::Partition,
@@ -67,6 +68,7 @@ const FAMILIES: [Family; 17] = [
     Family::RemoteErrors,
     Family::SlowRemote,
     Family::StuckRuns,
+    Family::RefuseInserts,
 ];
 
 /// Kinds of hostile content the swarm switches on or off per seed.
@@ -468,6 +470,7 @@ fn fault(rng: &mut ChaCha8Rng, family: Family, workers: u32, lanes: u32) -> Faul
         }
         Family::BadRuns => bad_runs(rng),
         Family::StuckRuns => (span(rng, 3_000, 15_000), FaultKind::StuckRuns),
+        Family::RefuseInserts => (span(rng, 3_000, 15_000), FaultKind::RefuseInserts),
         Family::RemoteErrors => (span(rng, 10_000, 60_000), FaultKind::RemoteErrors),
         Family::SlowRemote => {
             let for_ms = span(rng, 10_000, 40_000);

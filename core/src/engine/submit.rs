@@ -191,6 +191,10 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 armed.refused();
                 // Still armed during the compensating cancel: dropped there, it is queued.
                 let server = armed.server.clone();
+                if mutation::active(Mutant::CompensationSkipped) {
+                    armed.disarm();
+                    return Err(SubmitError::Store(e));
+                }
                 let cancelled = self.driver.cancel(&server, &handle).await;
                 armed.disarm();
                 if let Err(cancel_error) = cancelled {

@@ -21,9 +21,21 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
 }
 
 /// A submit's compensating cancel (a remote cancel by the user's own engine) is only for a task
-/// whose row the store never stored: otherwise the row lives on and later reports the cancel
-/// the engine caused, for a task its user was told had failed.
+/// no stored row holds: otherwise the row lives on and later reports the cancel the engine
+/// caused, for a task its user was told had failed. (A row stored only after the cancel — the
+/// duplicate-handle quirk handing the cancelled task to a later submit — is not its doing.)
 fn compensations(f: &Facts<'_>, v: &mut Verdict) {
+    let mut stored_at: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, e) in f.entries.iter().enumerate() {
+        if let Event::StoreInsert {
+            task_id,
+            outcome: Ok(_),
+            ..
+        } = &e.event
+        {
+            stored_at.entry(task_id.as_str()).or_insert(i);
+        }
+    }
     for (i, e) in f.entries.iter().enumerate() {
         let Event::PortRemote {
             lane,
@@ -40,7 +52,9 @@ fn compensations(f: &Facts<'_>, v: &mut Verdict) {
         let Some(n) = f.n_of_remote.get(remote_id.as_str()) else {
             continue;
         };
-        if f.holder_ids(remote_id).any(|id| f.inserted.contains(id)) {
+        if f.holder_ids(remote_id)
+            .any(|id| stored_at.get(id).is_some_and(|at| *at < i))
+        {
             v.push(
                 Invariant::Isolated,
                 Some(task_label(*n)),

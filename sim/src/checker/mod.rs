@@ -10,6 +10,7 @@ mod facts;
 mod fencing;
 mod isolation;
 mod landing;
+mod orphans;
 mod runs;
 mod seal;
 
@@ -181,5 +182,6 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     answers::check(&facts, &mut v);
     runs::check(&facts, &mut v);
     landing::check(&facts, &mut v);
+    orphans::check(&facts, &mut v);
     v
 }

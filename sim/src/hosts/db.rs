@@ -5,15 +5,19 @@
 
 use super::lose_reply;
 use crate::backend::Backend;
-use crate::ctx::Ctx;
-use crate::fault::Service;
+use crate::ctx::{now_ms, Ctx};
+use crate::fault::{FaultKind, Service};
 use crate::history::{Event, Grant, RowWrite};
+use crate::naming::task_number;
+use crate::plan::QuirkKind;
 use crate::wire::db::{Envelope, StoreRequest, StoreResponse};
 use crate::wire::rpc::{serve, Reply};
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tasklatch_core::lease::LeaseKind;
-use tasklatch_core::store::{CancelOutcome, Scope, WriteOutcome};
+use tasklatch_core::store::{CancelOutcome, Scope, StoreError, WriteOutcome};
+use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
 use tasklatch_core::transitions::answer::AnswerAction;
 use tasklatch_core::transitions::cancel::CancelAction;
@@ -22,12 +26,17 @@ use tasklatch_core::transitions::outbox::NotifyAction;
 /// The `db` host's software.
 pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
     let replies = Arc::new(AtomicU64::new(0));
+    let verdicts = Arc::new(Mutex::new(BTreeMap::new()));
     serve(move |env: Envelope<StoreRequest>| {
         let ctx = ctx.clone();
         let backend = backend.clone();
         let replies = replies.clone();
+        let verdicts = verdicts.clone();
         async move {
-            let answer = backend.store(env.body.clone()).await;
+            let answer = match refused(&ctx, &verdicts, &env.body) {
+                Some(refusal) => refusal,
+                None => backend.store(env.body.clone()).await,
+            };
             let dropped = lose_reply(&ctx, Service::Db, &replies);
             record(&ctx, &env, &answer, dropped);
             if dropped {
@@ -38,6 +47,68 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
         }
     })
     .await
+}
+
+/// Whether each task's row is refused, decided at its first insert.
+type Verdicts = Mutex<BTreeMap<String, bool>>;
+
+/// An insert of a row the database refuses: refused, nothing stored. A row's fate is decided
+/// at its first insert (a refuse-inserts fault active then refuses it) and holds for every later
+/// insert of the same row, as a constraint would. Not a row whose handle the remote host may
+/// hand out twice (an owner with a duplicate-handle quirk in the plan): a database would answer
+/// that one with its unique index first.
+fn refused(ctx: &Ctx, verdicts: &Verdicts, req: &StoreRequest) -> Option<StoreResponse> {
+    let StoreRequest::Insert(row) = req else {
+        return None;
+    };
+    let id = row.id().as_str().to_owned();
+    let decided = verdicts
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&id)
+        .copied();
+    let refuse = match decided {
+        Some(refuse) => refuse,
+        None => {
+            let refuse = refusing(ctx, row).is_some();
+            verdicts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, refuse);
+            refuse
+        }
+    };
+    refuse.then(|| {
+        StoreResponse::Unit(Err(StoreError::Invalid(
+            "the database refused the row (constraint violation)".into(),
+        )))
+    })
+}
+
+/// `Some` when a refuse-inserts fault refuses `row` at its first insert, now.
+fn refusing(ctx: &Ctx, row: &TaskRow) -> Option<()> {
+    let n = ctx
+        .history
+        .label_of(row.id().as_str())
+        .and_then(|label| task_number(&label))
+        .and_then(|n| u32::try_from(n).ok())?;
+    let owner = ctx.plan.task(n)?.owner;
+    let shared_handles = ctx.plan.tasks.iter().any(|t| {
+        t.owner == owner
+            && t.quirk
+                .as_ref()
+                .is_some_and(|q| q.kind == QuirkKind::DuplicateHandle)
+    });
+    if shared_handles {
+        return None;
+    }
+    let (index, ()) = ctx
+        .active(now_ms(), |k| {
+            matches!(k, FaultKind::RefuseInserts).then_some(())
+        })
+        .next()?;
+    ctx.fire(index, "db");
+    Some(())
 }
 
 fn notify_action_name(a: &NotifyAction) -> &'static str {
