@@ -141,6 +141,7 @@ fn policy() -> Policy {
         release_backoff: Duration::from_millis(100),
         min_lease_left: Duration::from_secs(15),
         batch_size: 64,
+        max_clock_skew: Duration::from_secs(2),
     }
 }
 

@@ -62,11 +62,13 @@ pub enum Mutant {
     /// `MIN_REDACTABLE` bytes: driver data holding the remote id keeps its rest readable, and
     /// short ids and partial echoes are never cut.
     RedactionShortestFirst,
+    /// The skew guard measures the clock skew but never refuses a claim for it.
+    SkewGuardOff,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 22] = [
+    pub const ALL: [Mutant; 23] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -89,6 +91,7 @@ impl Mutant {
         Mutant::PollClaimSkipsCancelRequested,
         Mutant::UnconfirmedInsertCompensated,
         Mutant::RedactionShortestFirst,
+        Mutant::SkewGuardOff,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -120,6 +123,7 @@ impl Mutant {
             Mutant::PollClaimSkipsCancelRequested => "poll-claim-skips-cancel-requested",
             Mutant::UnconfirmedInsertCompensated => "unconfirmed-insert-compensated",
             Mutant::RedactionShortestFirst => "redaction-shortest-first",
+            Mutant::SkewGuardOff => "skew-guard-off",
         }
     }
 

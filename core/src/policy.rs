@@ -70,6 +70,12 @@ pub struct Policy {
     pub min_lease_left: Duration,
     /// Rows claimed per loop pass.
     pub batch_size: usize,
+    /// The largest difference between the engine's clock and the store's it claims under: a
+    /// pass that measures more claims nothing ([`crate::store::Store::store_time`]). Two
+    /// workers each within it may differ by twice as much, so it must stay below half of
+    /// `min_lease_left` minus the longest external call timeout; then a worker whose clock
+    /// runs ahead never sees a lease as expired while its holder's call is still running.
+    pub max_clock_skew: Duration,
 }
 
 impl Default for Policy {
@@ -86,6 +92,7 @@ impl Default for Policy {
             release_backoff: Duration::from_secs(5),
             min_lease_left: Duration::from_secs(30),
             batch_size: 64,
+            max_clock_skew: Duration::from_secs(2),
         }
     }
 }

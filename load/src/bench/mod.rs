@@ -109,6 +109,7 @@ pub fn bench_policy(batch: usize) -> Policy {
         release_backoff: Duration::from_millis(100),
         min_lease_left: Duration::from_secs(5),
         batch_size: batch,
+        max_clock_skew: Duration::from_secs(2),
     }
 }
 

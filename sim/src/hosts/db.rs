@@ -5,7 +5,7 @@
 
 use super::lose_reply;
 use crate::backend::Backend;
-use crate::ctx::Ctx;
+use crate::ctx::{timestamp, Ctx};
 use crate::fault::Service;
 use crate::history::{Event, Grant, RowWrite};
 use crate::wire::db::{Envelope, StoreRequest, StoreResponse};
@@ -27,7 +27,10 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
         let backend = backend.clone();
         let replies = replies.clone();
         async move {
-            let answer = backend.store(env.body.clone()).await;
+            let answer = match env.body {
+                StoreRequest::Time => world_time(),
+                _ => backend.store(env.body.clone()).await,
+            };
             let dropped = lose_reply(&ctx, Service::Db, &replies);
             record(&ctx, &env, &answer, dropped);
             if dropped {
@@ -38,6 +41,13 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
         }
     })
     .await
+}
+
+/// The store's clock: the world's simulated time, unskewed, whichever backend keeps the rows
+/// (Postgres's own clock is never read, so a seed replays the same on any day).
+fn world_time() -> StoreResponse {
+    let elapsed = turmoil::sim_elapsed().unwrap_or_default();
+    StoreResponse::Time(Ok(Some(timestamp(elapsed, 0))))
 }
 
 fn notify_action_name(a: &NotifyAction) -> &'static str {

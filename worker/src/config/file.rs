@@ -132,6 +132,9 @@ pub struct EngineSection {
     pub release_backoff_ms: u64,
     /// An external call starts only while this much of its lease is left.
     pub min_lease_left_ms: u64,
+    /// The largest difference between this worker's clock and the database's it claims
+    /// under; checked at start-up and before every pass.
+    pub max_clock_skew_ms: u64,
 }
 
 impl Default for EngineSection {
@@ -151,6 +154,7 @@ impl Default for EngineSection {
             max_retry_backoff_ms: ms(p.max_retry_backoff),
             release_backoff_ms: ms(p.release_backoff),
             min_lease_left_ms: ms(p.min_lease_left),
+            max_clock_skew_ms: ms(p.max_clock_skew),
         }
     }
 }
