@@ -142,6 +142,7 @@ fn policy() -> Policy {
         min_lease_left: Duration::from_secs(15),
         batch_size: 64,
         max_run_life: Duration::from_secs(60),
+        max_clock_skew: Duration::from_secs(2),
     }
 }
 

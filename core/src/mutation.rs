@@ -76,11 +76,13 @@ pub enum Mutant {
     /// A submit whose row the store refused skips its compensating cancel: the remote task
     /// runs on, tracked by nobody.
     CompensationSkipped,
+    /// The skew guard measures the clock skew but never refuses a claim for it.
+    SkewGuardOff,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 27] = [
+    pub const ALL: [Mutant; 28] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -108,6 +110,7 @@ impl Mutant {
         Mutant::CancelOwnerNotChecked,
         Mutant::ListOwnerNotChecked,
         Mutant::CompensationSkipped,
+        Mutant::SkewGuardOff,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -144,6 +147,7 @@ impl Mutant {
             Mutant::CancelOwnerNotChecked => "cancel-owner-not-checked",
             Mutant::ListOwnerNotChecked => "list-owner-not-checked",
             Mutant::CompensationSkipped => "compensation-skipped",
+            Mutant::SkewGuardOff => "skew-guard-off",
         }
     }
 

@@ -75,6 +75,12 @@ pub struct Policy {
     /// attempt, so a run that never ends cannot hold its task's notifications (and its thread)
     /// forever. Must exceed the longest run a notification legitimately takes.
     pub max_run_life: Duration,
+    /// The largest difference between the engine's clock and the store's it claims under: a
+    /// pass that measures more claims nothing ([`crate::store::Store::store_time`]). Two
+    /// workers each within it may differ by twice as much, so it must stay below half of
+    /// `min_lease_left` minus the longest external call timeout; then a worker whose clock
+    /// runs ahead never sees a lease as expired while its holder's call is still running.
+    pub max_clock_skew: Duration,
 }
 
 impl Default for Policy {
@@ -92,6 +98,7 @@ impl Default for Policy {
             min_lease_left: Duration::from_secs(30),
             batch_size: 64,
             max_run_life: Duration::from_secs(30 * 60),
+            max_clock_skew: Duration::from_secs(2),
         }
     }
 }

@@ -406,6 +406,15 @@ pub trait Store: Send + Sync {
         &self,
         req: PruneRequest,
     ) -> impl Future<Output = Result<Pruned, StoreError>> + Send;
+
+    /// The store's own clock, read now: the one clock every worker's leases are compared
+    /// against in effect, so the engine measures its own clock's skew from it before it claims
+    /// ([`crate::policy::Policy::max_clock_skew`]). `Ok(None)` means this store keeps no clock
+    /// (the in-memory store, whose caller's clock is the only one): there is nothing to compare
+    /// and no claim is refused for skew. Reads nothing else and writes nothing.
+    fn store_time(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
+        std::future::ready(Ok(None))
+    }
 }
 
 /// What an operator's requeue did.

@@ -91,6 +91,8 @@ pub(crate) const GET_TASK: &str = include_str!("../sql/store/get_task.sql");
 pub(crate) const ADMIN_ROWS: &str = include_str!("../sql/store/admin_rows.sql");
 /// Operator counts.
 pub(crate) const OVERVIEW: &str = include_str!("../sql/store/overview.sql");
+/// The database's clock (the skew guard).
+pub(crate) const STORE_TIME: &str = include_str!("../sql/store/store_time.sql");
 
 /// The run ledger's statements.
 pub(crate) mod ledger {
@@ -230,6 +232,7 @@ mod tests {
             GET_TASK,
             ADMIN_ROWS,
             OVERVIEW,
+            STORE_TIME,
             ledger::START_RUN,
             ledger::START_RUNS,
             ledger::RUN_STATUS,

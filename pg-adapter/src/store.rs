@@ -977,6 +977,16 @@ impl Store for PgStore {
             },
         )
     }
+
+    /// One read of the database's `clock_timestamp()` (no table touched): the clock every
+    /// worker sharing this database is measured against.
+    async fn store_time(&self) -> Result<Option<Timestamp>, StoreError> {
+        let row = sqlx::query(sql::STORE_TIME)
+            .fetch_one(&self.inner.pool)
+            .await
+            .map_err(store_error)?;
+        Ok(Some(Timestamp::from_micros(col(&row, "now_us")?)))
+    }
 }
 
 #[cfg(test)]

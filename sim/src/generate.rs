@@ -108,6 +108,10 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
             faults.push(fault(&mut rng, family, workers, lanes));
         }
     }
+    // Far beyond any lease margin, from a stream of its own: every other draw of the plan is
+    // what it was before these existed.
+    let mut skewing = ChaCha8Rng::seed_from_u64(seed ^ BIG_SKEW_STREAM);
+    faults.extend(big_skew(&mut skewing, workers));
     faults.sort_by_key(|f| f.at_ms);
     // From a stream of its own, so that the rest of every plan is what it was before requeues
     // existed.
@@ -140,6 +144,9 @@ const OPERATOR_STREAM: u64 = 0x0072_6571_7565_7565;
 
 /// Mixed into the seed for the users' answers ("answers" in ASCII).
 const ANSWER_STREAM: u64 = 0x0061_6e73_7765_7273;
+
+/// Mixed into the seed for the clock skews beyond the lease margin ("bigskew" in ASCII).
+const BIG_SKEW_STREAM: u64 = 0x0062_6967_736b_6577;
 
 /// Mixed into the seed for the servers' cancel styles ("cancels" in ASCII).
 const CANCEL_STREAM: u64 = 0x0063_616e_6365_6c73;
@@ -522,6 +529,30 @@ fn skew(rng: &mut ChaCha8Rng, worker: u32) -> (u64, FaultKind) {
         -magnitude
     };
     (for_ms, FaultKind::Skew { worker, skew_ms })
+}
+
+/// On two seeds in five, one worker clock off by 8 to 30 seconds, either way, for 20 to 60
+/// seconds: more than the lease margin (`min_lease_left` minus the longest call deadline), so
+/// only the engine's skew guard keeps that worker from taking leases that look expired to it
+/// alone while their holders' calls still run.
+fn big_skew(rng: &mut ChaCha8Rng, workers: u32) -> Option<Fault> {
+    if !rng.random_bool(0.4) {
+        return None;
+    }
+    let worker = rng.random_range(0..workers);
+    let at_ms = rng.random_range(2_000..LAST_MS);
+    let for_ms = span(rng, 20_000, 60_000);
+    let magnitude = rng.random_range(8_000..30_000) as i64;
+    let skew_ms = if rng.random_bool(0.5) {
+        magnitude
+    } else {
+        -magnitude
+    };
+    Some(Fault {
+        at_ms,
+        for_ms,
+        kind: FaultKind::Skew { worker, skew_ms },
+    })
 }
 
 /// Runs that end badly, one way for the whole window.

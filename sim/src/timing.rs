@@ -4,6 +4,11 @@
 use std::time::Duration;
 use tasklatch_core::policy::Policy;
 
+/// The simulated engines' `max_clock_skew`: two workers within it differ by at most twice as
+/// much, and that plus the longest call deadline stays below `min_lease_left`. Plans hold skews
+/// below it (which the guard lets through), between it and 3 s, and far beyond it (8–30 s).
+pub const MAX_SKEW_MS: u64 = 1_500;
+
 /// Call deadlines of the simulated clients.
 #[derive(Clone, Debug)]
 pub struct Timeouts {
@@ -43,6 +48,7 @@ pub fn sim_policy() -> Policy {
         min_lease_left: Duration::from_secs(9),
         batch_size: 16,
         max_run_life: Duration::from_secs(MAX_RUN_LIFE_SECS),
+        max_clock_skew: Duration::from_millis(MAX_SKEW_MS),
     }
 }
 
@@ -66,5 +72,12 @@ mod tests {
             2 * t.launcher < p.min_lease_left,
             "a langgraph-mode launch takes up to two launcher deadlines"
         );
+    }
+
+    #[test]
+    fn two_workers_within_the_skew_limit_never_see_a_running_call_s_lease_as_expired() {
+        let (p, t) = (sim_policy(), sim_timeouts());
+        let longest = t.remote.max(t.launcher).max(t.store);
+        assert!(longest + 2 * p.max_clock_skew < p.min_lease_left);
     }
 }

@@ -96,6 +96,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Lane<S, D, L, C> {
 
     fn observe(&self, r: &PassReport) {
         self.metrics.passed();
+        self.metrics.clock_checked(r.clock);
         for (kind, l) in loops(r) {
             self.metrics.pass(kind, l.elapsed);
         }

@@ -28,6 +28,7 @@
 
 pub mod api;
 pub mod clock;
+pub mod clock_guard;
 pub mod config;
 pub mod ids;
 pub mod lane;

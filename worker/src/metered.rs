@@ -389,4 +389,10 @@ impl<S: Store> Store for Metered<S> {
         self.failed("prune_finished", &r);
         r
     }
+
+    async fn store_time(&self) -> Result<Option<Timestamp>, StoreError> {
+        let r = self.inner.store_time().await;
+        self.failed("store_time", &r);
+        r
+    }
 }

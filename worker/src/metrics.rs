@@ -22,6 +22,8 @@
 //! | `tasklatch_wakeups_total` | wake-up notifications received |
 //! | `tasklatch_wakeup_reconnects_total` | times the wake-up listener lost its connection |
 //! | `tasklatch_pruned_total{what}` | rows deleted by retention: `tasks`, `runs` ([`crate::retention`]) |
+//! | `tasklatch_clock_skew_seconds` | gauge: the database's clock minus this worker's, as the last pass measured it |
+//! | `tasklatch_skew_refused_passes_total` | passes that claimed nothing because the skew exceeded `engine.max_clock_skew_ms` |
 //!
 //! No metric carries a task id, an owner, a thread or any text from a remote server: labels
 //! are fixed words, so the series count is bounded.
@@ -29,9 +31,12 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
+use tasklatch_core::engine::ClockCheck;
 use tasklatch_core::lease::{LeaseKind, Refusal};
 use tasklatch_core::store::Pruned;
 
@@ -132,6 +137,8 @@ pub struct Metrics {
     wakeups: Counter,
     reconnects: Counter,
     pruned: Family<PrunedLabel, Counter>,
+    clock_skew: Gauge<f64, AtomicU64>,
+    skew_refused: Counter,
 }
 
 impl Default for Metrics {
@@ -165,6 +172,8 @@ impl Metrics {
             wakeups: Counter::default(),
             reconnects: Counter::default(),
             pruned: Family::default(),
+            clock_skew: Gauge::default(),
+            skew_refused: Counter::default(),
         };
         m.register();
         m
@@ -278,6 +287,28 @@ impl Metrics {
             "Rows deleted by retention: finished tasks and their ended runs",
             self.pruned.clone(),
         );
+        r.register(
+            "clock_skew_seconds",
+            "The database's clock minus this worker's, as last measured",
+            self.clock_skew.clone(),
+        );
+        r.register(
+            "skew_refused_passes",
+            "Passes that claimed nothing: the clock skew exceeded max_clock_skew",
+            self.skew_refused.clone(),
+        );
+    }
+
+    /// What a pass's clock check found: the gauge takes a measured skew, and a pass refused
+    /// for skew is counted. (An unreadable store clock is a failed `store_time` store call,
+    /// counted where the store is metered.)
+    pub fn clock_checked(&self, check: ClockCheck) {
+        if let Some(ms) = check.skew_ms() {
+            self.clock_skew.set(ms as f64 / 1_000.0);
+        }
+        if let ClockCheck::Refused(_) = check {
+            self.skew_refused.inc();
+        }
     }
 
     /// The text exposition of every metric.

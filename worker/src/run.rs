@@ -4,7 +4,8 @@
 //! Start-up refuses to go on (with an error naming what to do) when the database cannot be
 //! reached, when its schema is behind (`tasklatch migrate`), when the MCP or Agent Server
 //! configuration cannot be used, when the Agent Server fails its check (it answers, accepts
-//! the credentials, has the assistant), or when the listen address is taken.
+//! the credentials, has the assistant), when this host's clock is off the database's by more
+//! than `engine.max_clock_skew_ms` ([`crate::clock_guard`]), or when the listen address is taken.
 //!
 //! Stop, on the first SIGTERM/SIGINT: readiness turns false; every engine is told to shut down
 //! (`Engine::begin_shutdown`: nothing new is started, rows claimed but not acted on are
@@ -17,6 +18,7 @@
 use crate::api::health::Health;
 use crate::api::{openapi, router, AppState};
 use crate::clock::SystemClock;
+use crate::clock_guard;
 use crate::config::{shortest_lease, Settings};
 use crate::ids::{worker_id, RandomIds};
 use crate::lane::{Heartbeat, Lane, LaneSummary};
@@ -59,6 +61,9 @@ pub enum StartError {
     /// The operating system refused something (listen address, signals, randomness).
     #[error("{0}")]
     System(String),
+    /// This host's clock is off the database's by more than `engine.max_clock_skew_ms`.
+    #[error("clock: {0}")]
+    Clock(String),
 }
 
 /// Connects a pool of `settings.database.pool_size` connections, each started in the configured
@@ -98,6 +103,14 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
     let pool = connect(&settings).await?;
     check_schema(&pool).await?;
     let metrics = Arc::new(Metrics::new());
+    let store = PgStore::new(pool.clone(), settings.policy.clone());
+    clock_guard::check_at_start(
+        &store,
+        &SystemClock,
+        settings.policy.max_clock_skew,
+        &metrics,
+    )
+    .await?;
     let driver =
         McpDriver::new(settings.mcp.clone()).map_err(|e| StartError::Config(e.to_string()))?;
     let engines = engines(&settings, &pool, &metrics, &driver)?;

@@ -13,11 +13,13 @@ mod answer_step;
 mod api;
 mod batch;
 mod cancel_loop;
+mod clock_check;
 mod notify_loop;
 mod poll_loop;
 mod submit;
 
 pub use api::ApiError;
+pub use clock_check::{measure, skew_ms, ClockCheck};
 pub use submit::{SubmitCommand, SubmitError};
 
 use crate::ids::{ServerId, TaskId, WorkerId};
@@ -60,6 +62,9 @@ pub struct PassReport {
     pub notify: LoopReport,
     /// Remote tasks cancelled as compensation for submits that did not persist.
     pub compensated: usize,
+    /// The clock check before the loops: when it refused, no loop claimed (their reports are
+    /// empty) and an unreadable store clock counts as a store error.
+    pub clock: ClockCheck,
 }
 
 /// A submit that is not settled, with the attempts made so far: its row, while the insert's
@@ -120,14 +125,26 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         &self.policy
     }
 
-    /// One pass of every loop: compensations, then cancel, poll and notify.
+    /// One pass of every loop: compensations, the clock check, then cancel, poll and notify.
+    /// Compensations hold no lease and run whatever the clocks say; the loops claim only when
+    /// the clock check allows it ([`ClockCheck`]), and otherwise the pass ends there.
     pub async fn run_once(&self) -> PassReport {
         // Instrumented, not entered: a span entered across an await leaks into whatever else
         // runs on the thread meanwhile.
         let span = tracing::debug_span!("pass", worker = %self.worker);
         async {
+            let compensated = self.compensate_pending().await;
+            let clock = self.check_clock().await;
+            if !clock.allows_claims() {
+                return PassReport {
+                    compensated,
+                    clock,
+                    ..PassReport::default()
+                };
+            }
             PassReport {
-                compensated: self.compensate_pending().await,
+                compensated,
+                clock,
                 cancel: self.timed(self.cancel_pass()).await,
                 poll: self.timed(self.poll_pass()).await,
                 notify: self.timed(self.notify_pass()).await,

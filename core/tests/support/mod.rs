@@ -692,8 +692,21 @@ pub enum InsertFault {
     Hang,
 }
 
+/// What `store_time` answers.
+#[derive(Clone, Default)]
+pub enum StoreClock {
+    /// No clock (`Ok(None)`), as `MemStore`.
+    #[default]
+    None,
+    /// This clock's time shifted by this many milliseconds.
+    Follows(ManualClock, i64),
+    /// The store is unreachable for this call.
+    Unreadable,
+}
+
 #[derive(Default)]
 struct StoreFaults {
+    clock: StoreClock,
     insert: InsertFault,
     poisoned: BTreeSet<TaskId>,
     poisoned_results: Vec<String>,
@@ -724,6 +737,11 @@ impl TestStore {
 
     pub fn mem(&self) -> &MemStore {
         &self.mem
+    }
+
+    /// What `store_time` answers from now on.
+    pub fn set_clock(&self, clock: StoreClock) {
+        lock(&self.faults).clock = clock;
     }
 
     pub fn set_insert_fault(&self, fault: InsertFault) {
@@ -896,6 +914,17 @@ impl Store for TestStore {
 
     async fn prune_finished(&self, req: PruneRequest) -> Result<Pruned, StoreError> {
         self.mem.prune_finished(req).await
+    }
+
+    async fn store_time(&self) -> Result<Option<Timestamp>, StoreError> {
+        let clock = lock(&self.faults).clock.clone();
+        match clock {
+            StoreClock::None => Ok(None),
+            StoreClock::Follows(c, ms) => Ok(Some(Timestamp::from_micros(
+                c.now().as_micros() + ms * 1_000,
+            ))),
+            StoreClock::Unreadable => Err(StoreError::Unavailable("clock unreadable".into())),
+        }
     }
 }
 

@@ -110,6 +110,7 @@ pub fn bench_policy(batch: usize) -> Policy {
         min_lease_left: Duration::from_secs(5),
         batch_size: batch,
         max_run_life: Duration::from_secs(60),
+        max_clock_skew: Duration::from_secs(2),
     }
 }
 

@@ -1,7 +1,13 @@
 //! Fencing invariants, read from what the store answered and what worker ports did:
 //! no write from an expired or superseded lease, no poll result while a cancel is in progress
 //! nor from a poll claimed before the cancel work ended, never
-//! two concurrent remote cancels of a task, no stale snapshot after a 409, no retry after a 404.
+//! two concurrent remote cancels of a task, never two concurrent remote polls (status or answer
+//! calls, both made under the poll lease) of a task, no stale snapshot after a 409, no retry
+//! after a 404.
+//!
+//! Concurrent calls are read from the call windows the worker ports saw (start to answer or
+//! deadline), not from the leases: a worker whose clock runs far ahead takes a lease it sees as
+//! expired while its holder's call still runs, and both calls then reach the server at once.
 
 use super::facts::Facts;
 use super::{Invariant, Verdict};
@@ -14,7 +20,18 @@ use tasklatch_core::store::CancelOutcome;
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     leases(f, v);
     poll_after_cancel(f, v);
-    concurrent_cancels(f, v);
+    concurrent_calls(
+        f,
+        v,
+        &[RemoteOp::Cancel],
+        "two remote cancels of one task were in progress at once",
+    );
+    concurrent_calls(
+        f,
+        v,
+        &[RemoteOp::Status, RemoteOp::Answer],
+        "two remote polls of one task were in progress at once",
+    );
     after_busy_and_gone(f, v);
 }
 
@@ -137,18 +154,20 @@ fn ends_cancel(action: &str) -> bool {
     )
 }
 
-fn concurrent_cancels(f: &Facts<'_>, v: &mut Verdict) {
+/// Worker calls of one of `ops` about one remote task never overlap in time (each is made under
+/// one lease of the same kind, and a lease is held by one claim at a time).
+fn concurrent_calls(f: &Facts<'_>, v: &mut Verdict, ops: &[RemoteOp], what: &str) {
     let mut calls: BTreeMap<&str, Vec<(u64, u64, usize)>> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
         if let Event::PortRemote {
             lane,
             remote_id,
-            op: RemoteOp::Cancel,
+            op,
             started_us,
             ..
         } = &e.event
         {
-            if lane.starts_with("worker-") {
+            if lane.starts_with("worker-") && ops.contains(op) {
                 calls
                     .entry(remote_id.as_str())
                     .or_default()
@@ -162,12 +181,7 @@ fn concurrent_cancels(f: &Facts<'_>, v: &mut Verdict) {
             let ((_, end_a, _), (start_b, _, entry_b)) = (pair[0], pair[1]);
             if start_b < end_a {
                 let task = f.n_of_remote.get(remote_id).map(|n| task_label(*n));
-                v.push(
-                    Invariant::Fenced,
-                    task,
-                    Some(entry_b),
-                    "two remote cancels of one task were in progress at once",
-                );
+                v.push(Invariant::Fenced, task, Some(entry_b), what);
             }
         }
     }

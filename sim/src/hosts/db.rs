@@ -5,7 +5,7 @@
 
 use super::lose_reply;
 use crate::backend::Backend;
-use crate::ctx::{now_ms, Ctx};
+use crate::ctx::{now_ms, timestamp, Ctx};
 use crate::fault::{FaultKind, Service};
 use crate::history::{Event, Grant, RowWrite};
 use crate::naming::task_number;
@@ -33,9 +33,10 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
         let replies = replies.clone();
         let verdicts = verdicts.clone();
         async move {
-            let answer = match refused(&ctx, &verdicts, &env.body) {
-                Some(refusal) => refusal,
-                None => backend.store(env.body.clone()).await,
+            let answer = match (&env.body, refused(&ctx, &verdicts, &env.body)) {
+                (_, Some(refusal)) => refusal,
+                (StoreRequest::Time, None) => world_time(),
+                (_, None) => backend.store(env.body.clone()).await,
             };
             let dropped = lose_reply(&ctx, Service::Db, &replies);
             record(&ctx, &env, &answer, dropped);
@@ -109,6 +110,13 @@ fn refusing(ctx: &Ctx, row: &TaskRow) -> Option<()> {
         .next()?;
     ctx.fire(index, "db");
     Some(())
+}
+
+/// The store's clock: the world's simulated time, unskewed, whichever backend keeps the rows
+/// (Postgres's own clock is never read, so a seed replays the same on any day).
+fn world_time() -> StoreResponse {
+    let elapsed = turmoil::sim_elapsed().unwrap_or_default();
+    StoreResponse::Time(Ok(Some(timestamp(elapsed, 0))))
 }
 
 fn notify_action_name(a: &NotifyAction) -> &'static str {

@@ -206,4 +206,11 @@ impl Store for RpcStore {
             _ => mismatch(),
         }
     }
+
+    async fn store_time(&self) -> Result<Option<Timestamp>, StoreError> {
+        match self.call(StoreRequest::Time).await? {
+            StoreResponse::Time(r) => r,
+            _ => mismatch(),
+        }
+    }
 }

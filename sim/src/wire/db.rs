@@ -41,6 +41,9 @@ pub enum StoreRequest {
     RequeueDeadLetter(TaskId, Timestamp),
     /// [`Store::prune_finished`].
     PruneFinished(PruneRequest),
+    /// [`Store::store_time`]: answered by the `db` host itself with the world's time, never
+    /// by a backend (a real database's clock would make a seed's history depend on the day).
+    Time,
 }
 
 /// A store call's answer.
@@ -66,6 +69,8 @@ pub enum StoreResponse {
     Requeue(Result<RequeueOutcome, StoreError>),
     /// Prune.
     Pruned(Result<Pruned, StoreError>),
+    /// The store's time.
+    Time(Result<Option<Timestamp>, StoreError>),
 }
 
 /// A request with the name of the host that sent it.
@@ -117,5 +122,6 @@ pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
             StoreResponse::Requeue(store.requeue_dead_letter(&id, now).await)
         }
         StoreRequest::PruneFinished(req) => StoreResponse::Pruned(store.prune_finished(req).await),
+        StoreRequest::Time => StoreResponse::Time(store.store_time().await),
     }
 }

@@ -134,6 +134,9 @@ pub struct EngineSection {
     pub min_lease_left_ms: u64,
     /// A notification run still going this long after its launch is interrupted and retried.
     pub max_run_life_ms: u64,
+    /// The largest difference between this worker's clock and the database's it claims
+    /// under; checked at start-up and before every pass.
+    pub max_clock_skew_ms: u64,
 }
 
 impl Default for EngineSection {
@@ -154,6 +157,7 @@ impl Default for EngineSection {
             release_backoff_ms: ms(p.release_backoff),
             min_lease_left_ms: ms(p.min_lease_left),
             max_run_life_ms: ms(p.max_run_life),
+            max_clock_skew_ms: ms(p.max_clock_skew),
         }
     }
 }

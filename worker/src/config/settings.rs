@@ -2,7 +2,8 @@
 //!
 //! [`Settings::check`] refuses anything the worker could not run safely with: limits out of
 //! range, timings that would let a call outlive its lease (every MCP request timeout and the
-//! launcher's call timeout must be below `min_lease_left`, itself below every lease), a pool
+//! launcher's call timeout must be below `min_lease_left`, itself below every lease, and twice
+//! `max_clock_skew` plus any MCP request timeout too), a pool
 //! too small for the lanes, an empty or malformed token list. Errors name the field.
 
 use super::file::{AuthMode, EngineSection, FileConfig, LoopsSection, RetentionSection};
@@ -226,6 +227,7 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
         min_lease_left: ms("min_lease_left_ms", e.min_lease_left_ms)?,
         batch_size: in_range("loops.batch_size", l.batch_size, 1, MAX_BATCH)?,
         max_run_life: ms("max_run_life_ms", e.max_run_life_ms)?,
+        max_clock_skew: ms("max_clock_skew_ms", e.max_clock_skew_ms)?,
     };
     if policy.max_run_life <= policy.run_check_interval {
         return Err(ConfigError::new(
@@ -238,6 +240,12 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
         return Err(ConfigError::new(
             "engine.min_lease_left_ms",
             "must be below every lease (poll, notify and cancel)",
+        ));
+    }
+    if policy.max_clock_skew.saturating_mul(2) >= policy.min_lease_left {
+        return Err(ConfigError::new(
+            "engine.max_clock_skew_ms",
+            "twice it must be below engine.min_lease_left_ms (two workers may be off both ways)",
         ));
     }
     Ok(policy)
@@ -268,6 +276,18 @@ fn mcp_of(file: &FileConfig, policy: &Policy) -> Result<McpConfig, ConfigError> 
             return Err(ConfigError::new(
                 format!("servers.{id}.request_timeout_ms"),
                 "must be below engine.min_lease_left_ms, so a call never outlives its lease",
+            ));
+        }
+        if server.request_timeout() + policy.max_clock_skew.saturating_mul(2)
+            >= policy.min_lease_left
+        {
+            return Err(ConfigError::new(
+                "engine.max_clock_skew_ms",
+                format!(
+                    "twice it plus servers.{id}.request_timeout_ms must be below \
+                     engine.min_lease_left_ms, so no worker within it sees a running call's \
+                     lease as expired"
+                ),
             ));
         }
     }
@@ -416,6 +436,18 @@ mod tests {
             ),
             ("[engine]\npoll_lease_ms = 0", "engine.poll_lease_ms"),
             ("[engine]\nmax_run_life_ms = 2000", "engine.max_run_life_ms"),
+            (
+                "[engine]\nmax_clock_skew_ms = 0",
+                "engine.max_clock_skew_ms",
+            ),
+            (
+                "[engine]\nmax_clock_skew_ms = 15000",
+                "engine.max_clock_skew_ms",
+            ),
+            (
+                "[engine]\nmax_clock_skew_ms = 12000",
+                "engine.max_clock_skew_ms",
+            ),
             ("[http]\nlisten = \"localhost\"", "http.listen"),
             ("[http]\nmax_body_bytes = 10", "http.max_body_bytes"),
         ];
