@@ -77,6 +77,7 @@ url = "env:FUZZ_DATABASE_URL"
 tick_ms = 200
 [engine]
 min_lease_left_ms = 5000
+max_clock_skew_ms = 1000
 poll_lease_ms = 8000
 notify_lease_ms = 8000
 cancel_lease_ms = 8000

@@ -129,6 +129,7 @@ retry_base_ms = 300
 max_retry_backoff_ms = 2000
 release_backoff_ms = 300
 min_lease_left_ms = 5000
+max_clock_skew_ms = 1000
 [http]
 listen = "127.0.0.1:{port}"
 [auth]

@@ -37,7 +37,7 @@ pub enum Invariant {
     /// Deliveries out of order, or a frozen snapshot that changed between attempts.
     Ordered,
     /// A write from an expired or superseded lease, a poll applied after a cancel request,
-    /// concurrent remote cancels, a stale snapshot after 409, a retry after 404, a run queued
+    /// concurrent remote cancels or polls of one task, a stale snapshot after 409, a retry after 404, a run queued
     /// behind a busy thread instead of a 409.
     Fenced,
     /// A cross-owner listing, cancel or answer, or a remote cancel nobody asked for.
