@@ -173,12 +173,18 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         self.shutting_down.load(Ordering::SeqCst)
     }
 
+    /// Claims a batch for `kind`. The clock is checked against the store's again first, with
+    /// no await between that check and the claim's `now`: a clock that jumped during the pass
+    /// (after the pass's own check) claims nothing either.
     async fn claim(
         &self,
         kind: LeaseKind,
         lease_for: Duration,
         report: &mut LoopReport,
     ) -> Vec<Claimed> {
+        if !self.check_clock().await.allows_claims() {
+            return Vec::new();
+        }
         let req = ClaimRequest {
             worker: self.worker.clone(),
             now: self.clock.now(),
