@@ -126,6 +126,11 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         if age < self.policy.max_run_life || mutation::active(Mutant::StuckRunAwaited) {
             return NotifyAction::RunPending;
         }
+        // The lookup took a call of its own: the interrupt is a second one, and needs the margin
+        // too (without it, the next claim interrupts).
+        if !self.may_call_out(&c.lease) {
+            return NotifyAction::RunPending;
+        }
         let thread = &c.row.identity.thread;
         let interrupt = match self.launcher.interrupt_run(thread, run).await {
             Ok(()) => "interrupted".to_owned(),

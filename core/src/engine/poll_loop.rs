@@ -79,6 +79,10 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
         self.answer_step(c).await;
+        // The answer took a call of its own: the poll is a second one, and needs the margin too.
+        if !self.may_call_out(&c.lease) {
+            return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));
+        }
         let handle = &c.row.identity.handle;
         let answer = self.driver.get_status(&c.row.identity.server, handle).await;
         let at = self.clock.now();
