@@ -159,15 +159,17 @@ pub(super) fn interrupted(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId) {
         st.keys.get(run).cloned().unwrap_or_default()
     };
     ctx.exercised("launcher_interrupted_stuck_run", "gateway", None);
-    ctx.history.record_about(
-        "gateway",
-        &key,
-        Event::RunEnded {
-            run: run.to_string(),
-            key: key.clone(),
-            status: RunStatus::Interrupted,
-        },
-    );
+    record_end(ctx, run, &key, RunStatus::Interrupted);
+}
+
+/// Records that `run` (of `key`) ended with `status`.
+fn record_end(ctx: &Ctx, run: &RunId, key: &str, status: RunStatus) {
+    let event = Event::RunEnded {
+        run: run.to_string(),
+        key: key.to_owned(),
+        status,
+    };
+    ctx.history.record_about("gateway", key, event);
 }
 
 fn done(answer: LedgerAnswer) -> Result<(), String> {
@@ -347,15 +349,7 @@ pub(super) fn schedule_end(
         if !ended {
             return;
         }
-        ctx.history.record_about(
-            "gateway",
-            &key,
-            Event::RunEnded {
-                run: run.to_string(),
-                key: key.clone(),
-                status: end,
-            },
-        );
+        record_end(&ctx, &run, &key, end);
     });
 }
 
