@@ -78,11 +78,21 @@ pub enum Mutant {
     CompensationSkipped,
     /// The skew guard measures the clock skew but never refuses a claim for it.
     SkewGuardOff,
+    /// A snapshot whose failure budget is spent dead-letters the channel even when a newer
+    /// version is waiting: the newer state is never delivered.
+    BudgetKillsNewerVersion,
+    /// Freezing a newer version resets the attempt but keeps the failures counted against the
+    /// older one: a snapshot that spent the budget passes it on, and the newer state is
+    /// dead-lettered without a single launch.
+    FailuresCarriedToNewerVersion,
+    /// The poll backoff after failed polls keeps doubling up to a day instead of stopping at
+    /// `max_poll_backoff`: a task whose server was down a while goes unpolled for hours.
+    PollBackoffUncapped,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 28] = [
+    pub const ALL: [Mutant; 31] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -111,6 +121,9 @@ impl Mutant {
         Mutant::ListOwnerNotChecked,
         Mutant::CompensationSkipped,
         Mutant::SkewGuardOff,
+        Mutant::BudgetKillsNewerVersion,
+        Mutant::FailuresCarriedToNewerVersion,
+        Mutant::PollBackoffUncapped,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -148,6 +161,9 @@ impl Mutant {
             Mutant::ListOwnerNotChecked => "list-owner-not-checked",
             Mutant::CompensationSkipped => "compensation-skipped",
             Mutant::SkewGuardOff => "skew-guard-off",
+            Mutant::BudgetKillsNewerVersion => "budget-kills-newer-version",
+            Mutant::FailuresCarriedToNewerVersion => "failures-carried-to-newer-version",
+            Mutant::PollBackoffUncapped => "poll-backoff-uncapped",
         }
     }
 

@@ -102,6 +102,16 @@ pub enum FaultKind {
         /// Upper bound.
         max_ms: u64,
     },
+    /// The first lane of the worker to send a user's answer while the fault lasts stalls for
+    /// `pause_ms` once the remote server took it, before the engine learns the outcome: with a
+    /// pause past the lease, the outcome write is fenced and the next poll claim finds the
+    /// attempt without an outcome (it must never send the answer again).
+    PauseAfterAnswer {
+        /// Worker number.
+        worker: u32,
+        /// How long the lane stalls.
+        pause_ms: u64,
+    },
     /// The worker's clock is off by `skew_ms`.
     Skew {
         /// Worker number.
@@ -130,6 +140,16 @@ pub enum FaultKind {
     /// The store refuses every insert (as a host database's own constraint or trigger would):
     /// a submit meeting it must cancel its remote task (the compensation).
     RefuseInserts,
+    /// The first version of task `task` launched now is doomed: every run of that version
+    /// started while the fault lasts fails after `run_ms`, until its failure budget is spent.
+    /// Other versions of the task run normally, so a newer state that lands during the doomed
+    /// dispatch must still be delivered (a dead letter kills one snapshot, never the channel).
+    DoomedVersion {
+        /// Plan task number.
+        task: u32,
+        /// How long each doomed run takes before it fails.
+        run_ms: u64,
+    },
     /// Runs started now end badly.
     BadRuns {
         /// How.
@@ -137,6 +157,12 @@ pub enum FaultKind {
     },
     /// The remote server answers polls and cancels with transient errors.
     RemoteErrors,
+    /// The remote server answers polls, cancels and answers about one task with transient
+    /// errors (its shard is down), long enough for tracking to degrade.
+    RemoteDown {
+        /// Plan task number.
+        task: u32,
+    },
     /// The remote server answers after `delay_ms`.
     SlowRemote {
         /// Delay.
@@ -225,6 +251,7 @@ impl Fault {
             }
             FaultKind::Latency { .. } => "latency_spike".into(),
             FaultKind::Skew { .. } => "clock_skew".into(),
+            FaultKind::PauseAfterAnswer { .. } => "worker_pause_after_answer".into(),
             FaultKind::GatewayBusy => "launcher_409_window".into(),
             FaultKind::GatewayErrors {
                 after_commit: false,
@@ -234,12 +261,14 @@ impl Fault {
             FaultKind::LostRuns => "run_missing".into(),
             FaultKind::SlowRuns { .. } => "run_slow".into(),
             FaultKind::StuckRuns => "run_stuck".into(),
+            FaultKind::DoomedVersion { .. } => "run_version_doomed".into(),
             FaultKind::BadRuns { end } => match end {
                 BadEnd::Error => "run_failed".into(),
                 BadEnd::Timeout => "run_timed_out".into(),
                 BadEnd::Interrupted => "run_interrupted".into(),
             },
             FaultKind::RemoteErrors => "remote_transient_error".into(),
+            FaultKind::RemoteDown { .. } => "remote_task_down".into(),
             FaultKind::RefuseInserts => "store_insert_refused".into(),
             FaultKind::SlowRemote { .. } => "remote_slow".into(),
         }
@@ -252,7 +281,8 @@ impl FaultKind {
         match *self {
             FaultKind::Crash { worker }
             | FaultKind::Pause { worker, .. }
-            | FaultKind::Skew { worker, .. } => Target::Worker(worker),
+            | FaultKind::Skew { worker, .. }
+            | FaultKind::PauseAfterAnswer { worker, .. } => Target::Worker(worker),
             FaultKind::Partition { worker, service } | FaultKind::Hold { worker, service } => {
                 Target::Link { worker, service }
             }
@@ -264,8 +294,11 @@ impl FaultKind {
             | FaultKind::LostRuns
             | FaultKind::SlowRuns { .. }
             | FaultKind::StuckRuns
+            | FaultKind::DoomedVersion { .. }
             | FaultKind::BadRuns { .. } => Target::Service(Service::Gateway),
-            FaultKind::RemoteErrors | FaultKind::SlowRemote { .. } => Target::Service(Service::Mcp),
+            FaultKind::RemoteErrors
+            | FaultKind::RemoteDown { .. }
+            | FaultKind::SlowRemote { .. } => Target::Service(Service::Mcp),
             FaultKind::RefuseInserts => Target::Service(Service::Db),
         }
     }
@@ -285,8 +318,14 @@ impl FaultKind {
             FaultKind::Skew { worker, skew_ms } => {
                 format!("{}: {skew_ms:+} ms", worker_host(*worker))
             }
+            FaultKind::PauseAfterAnswer { worker, pause_ms } => {
+                format!("{}: {pause_ms} ms after an answer", worker_host(*worker))
+            }
             FaultKind::SlowRuns { run_ms } => format!("gateway: runs take {run_ms} ms"),
             FaultKind::SlowRemote { delay_ms } => format!("mcp: {delay_ms} ms delay"),
+            FaultKind::DoomedVersion { task, run_ms } => {
+                format!("gateway: runs of one version of task-{task} fail after {run_ms} ms")
+            }
             FaultKind::GatewayBusy
             | FaultKind::GatewayErrors { .. }
             | FaultKind::LookupErrors
@@ -294,6 +333,7 @@ impl FaultKind {
             | FaultKind::StuckRuns
             | FaultKind::BadRuns { .. } => "gateway".to_owned(),
             FaultKind::RemoteErrors => "mcp".to_owned(),
+            FaultKind::RemoteDown { task } => format!("mcp: task-{task} down"),
             FaultKind::RefuseInserts => "db: inserts refused".to_owned(),
         }
     }
@@ -309,12 +349,15 @@ impl FaultKind {
                 stall: true,
                 ..Look::band("fp")
             },
+            FaultKind::PauseAfterAnswer { .. } => Look::band("fp"),
             FaultKind::Partition { .. }
             | FaultKind::Hold { .. }
             | FaultKind::LoseReplies { .. } => Look::band("fn"),
             FaultKind::Latency { .. } => Look::band("fl"),
             FaultKind::Skew { .. } => Look::band("fk"),
-            FaultKind::RemoteErrors | FaultKind::SlowRemote { .. } => Look::band("fr"),
+            FaultKind::RemoteErrors
+            | FaultKind::RemoteDown { .. }
+            | FaultKind::SlowRemote { .. } => Look::band("fr"),
             FaultKind::RefuseInserts => Look::band("fn"),
             FaultKind::GatewayBusy
             | FaultKind::GatewayErrors { .. }
@@ -322,6 +365,7 @@ impl FaultKind {
             | FaultKind::LostRuns
             | FaultKind::SlowRuns { .. }
             | FaultKind::StuckRuns
+            | FaultKind::DoomedVersion { .. }
             | FaultKind::BadRuns { .. } => Look::band("fg"),
         }
     }
@@ -354,9 +398,11 @@ impl FaultKind {
             | FaultKind::Skew { .. }
             | FaultKind::SlowRuns { .. }
             | FaultKind::StuckRuns
+            | FaultKind::DoomedVersion { .. }
             | FaultKind::SlowRemote { .. }
             | FaultKind::Crash { .. }
             | FaultKind::Pause { .. }
+            | FaultKind::PauseAfterAnswer { .. }
             | FaultKind::Partition { .. }
             | FaultKind::Hold { .. }
             | FaultKind::GatewayBusy
@@ -365,6 +411,7 @@ impl FaultKind {
             | FaultKind::LostRuns
             | FaultKind::BadRuns { .. }
             | FaultKind::RefuseInserts
+            | FaultKind::RemoteDown { .. }
             | FaultKind::RemoteErrors => None,
         }
     }
@@ -379,6 +426,7 @@ impl FaultKind {
             FaultKind::Pause { lane, .. } if lane >= lanes => Err(("lane", "no such lane")),
             FaultKind::LoseReplies { one_in: 0, .. } => Err(("one_in", "must be at least 1")),
             FaultKind::Pause { .. }
+            | FaultKind::PauseAfterAnswer { .. }
             | FaultKind::LoseReplies { .. }
             | FaultKind::Crash { .. }
             | FaultKind::Partition { .. }
@@ -391,8 +439,10 @@ impl FaultKind {
             | FaultKind::LostRuns
             | FaultKind::SlowRuns { .. }
             | FaultKind::StuckRuns
+            | FaultKind::DoomedVersion { .. }
             | FaultKind::BadRuns { .. }
             | FaultKind::RemoteErrors
+            | FaultKind::RemoteDown { .. }
             | FaultKind::RefuseInserts
             | FaultKind::SlowRemote { .. } => Ok(()),
         }
@@ -408,6 +458,10 @@ mod tests {
         vec![
             FaultKind::Crash { worker: 1 },
             FaultKind::Pause { worker: 1, lane: 0 },
+            FaultKind::PauseAfterAnswer {
+                worker: 1,
+                pause_ms: 16_000,
+            },
             FaultKind::Partition {
                 worker: 1,
                 service: Service::Db,
@@ -431,10 +485,15 @@ mod tests {
             FaultKind::LostRuns,
             FaultKind::SlowRuns { run_ms: 9_000 },
             FaultKind::StuckRuns,
+            FaultKind::DoomedVersion {
+                task: 0,
+                run_ms: 9_000,
+            },
             FaultKind::BadRuns {
                 end: BadEnd::Timeout,
             },
             FaultKind::RemoteErrors,
+            FaultKind::RemoteDown { task: 0 },
             FaultKind::RefuseInserts,
             FaultKind::SlowRemote { delay_ms: 2_000 },
         ]

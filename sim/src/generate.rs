@@ -124,6 +124,21 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     // server's "already terminal".
     let mut cancelling = ChaCha8Rng::seed_from_u64(seed ^ CANCEL_STREAM);
     user.extend(cancel_styles(&mut cancelling, &mut tasks));
+    // And lanes stalled just after sending an answer, from a stream of their own.
+    let mut answer_pauses = ChaCha8Rng::seed_from_u64(seed ^ ANSWER_PAUSE_STREAM);
+    faults.extend(pauses_after_answers(&mut answer_pauses, workers));
+    faults.sort_by_key(|f| f.at_ms);
+    // And one task's remote shard going down, from a stream of its own.
+    let mut outages = ChaCha8Rng::seed_from_u64(seed ^ OUTAGE_STREAM);
+    faults.extend(task_outages(&mut outages, &mut tasks));
+    faults.sort_by_key(|f| f.at_ms);
+    // And a doomed notification meeting a newer state, from a stream of its own too.
+    let mut dooming = ChaCha8Rng::seed_from_u64(seed ^ DOOM_STREAM);
+    if let Some((fault, cancel)) = doomed_version(&mut dooming, &mut tasks) {
+        faults.push(fault);
+        faults.sort_by_key(|f| f.at_ms);
+        user.push(cancel);
+    }
     Plan {
         seed,
         workers,
@@ -150,6 +165,140 @@ const BIG_SKEW_STREAM: u64 = 0x0062_6967_736b_6577;
 
 /// Mixed into the seed for the servers' cancel styles ("cancels" in ASCII).
 const CANCEL_STREAM: u64 = 0x0063_616e_6365_6c73;
+
+/// Mixed into the seed for the pauses after answers ("anspause" in ASCII).
+const ANSWER_PAUSE_STREAM: u64 = 0x616e_7370_6175_7365;
+
+/// On half the seeds, one or two workers each stall one lane just after the remote server took
+/// a user's answer — mostly past the lease, so the outcome write is fenced and a later poll
+/// claim finds an attempt without an outcome.
+fn pauses_after_answers(rng: &mut ChaCha8Rng, workers: u32) -> Vec<Fault> {
+    if !rng.random_bool(0.5) {
+        return Vec::new();
+    }
+    (0..rng.random_range(1..=2))
+        .map(|_| {
+            let at_ms = rng.random_range(0..LAST_MS / 2);
+            let pause_ms = if rng.random_bool(0.8) {
+                LEASE_MS + span(rng, 300, 6_000)
+            } else {
+                span(rng, 1_000, 8_000)
+            };
+            Fault {
+                at_ms,
+                for_ms: CHAOS_MS - at_ms,
+                kind: FaultKind::PauseAfterAnswer {
+                    worker: rng.random_range(0..workers),
+                    pause_ms,
+                },
+            }
+        })
+        .collect()
+}
+
+/// Mixed into the seed for the remote outages of single tasks ("outages" in ASCII).
+const OUTAGE_STREAM: u64 = 0x006f_7574_6167_6573;
+
+/// On three seeds in four, one task runs long (it completes late in the chaos) and its remote
+/// shard goes down. On most of them twice, each time long enough for tracking to degrade (three
+/// failed polls), with a recovery between that outlasts the capped poll backoff, so a poll
+/// sees it (degraded, recovered, degraded again); on the others once for one and a half to two
+/// and a half minutes up to the heal, so the poll backoff reaches its cap and the first poll
+/// after the heal shows whether it stayed there.
+fn task_outages(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<Fault> {
+    if !rng.random_bool(0.75) || tasks.is_empty() {
+        return Vec::new();
+    }
+    let twice = rng.random_bool(0.75);
+    let early: Vec<usize> = (0..tasks.len())
+        .filter(|&i| tasks[i].submit_at_ms <= TWICE_DOWN_LATEST_SUBMIT_MS)
+        .collect();
+    let t = match early.choose(rng) {
+        Some(&i) if twice => &mut tasks[i],
+        _ => {
+            let i = rng.random_range(0..tasks.len());
+            &mut tasks[i]
+        }
+    };
+    let twice = twice && t.submit_at_ms <= TWICE_DOWN_LATEST_SUBMIT_MS;
+    let ends_ms = if twice {
+        LAST_MS - 1
+    } else {
+        (t.submit_at_ms + rng.random_range(100_000..140_000)).min(LAST_MS - 1)
+    };
+    t.steps = vec![Step {
+        after_ms: ends_ms - t.submit_at_ms,
+        status: ScriptStatus::Completed,
+        text: Some(Content::Plain("all green".into())),
+    }];
+    t.quirk = None;
+    let down = |at_ms: u64, for_ms: u64| Fault {
+        at_ms,
+        for_ms,
+        kind: FaultKind::RemoteDown { task: t.n },
+    };
+    if twice {
+        let first_at = t.submit_at_ms + rng.random_range(3_000..10_000);
+        let first_for = rng.random_range(30_000..40_000);
+        let second_at = first_at + first_for + rng.random_range(45_000..55_000);
+        let second_for = rng.random_range(35_000..45_000);
+        vec![down(first_at, first_for), down(second_at, second_for)]
+    } else {
+        let for_ms = rng.random_range(90_000..150_000);
+        vec![down(CHAOS_MS - for_ms, for_ms)]
+    }
+}
+
+/// The latest submit of a task whose shard goes down twice: both outages and the recovery
+/// between them fit before its script ends.
+const TWICE_DOWN_LATEST_SUBMIT_MS: u64 = 30_000;
+
+/// Mixed into the seed for the doomed notification versions ("doomed" in ASCII).
+const DOOM_STREAM: u64 = 0x0000_646f_6f6d_6564;
+
+/// On three seeds in five, the first notification of a task that asks a question is doomed:
+/// its runs fail within seconds until the failure budget is spent (a minute or two), and late
+/// in that dispatch the owner cancels the task (on a server that cancels at once), so a newer
+/// state (cancelled) lands while the doomed snapshot spends its last attempts — and must still
+/// be delivered after the dead letter.
+/// How long after the question the owner of a doomed task cancels it: about when the doomed
+/// snapshot spends its last attempts.
+const DOOMED_CANCEL_MS: std::ops::Range<u64> = 40_000..75_000;
+
+fn doomed_version(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Option<(Fault, UserAction)> {
+    if !rng.random_bool(0.6) {
+        return None;
+    }
+    let asked_at = |t: &TaskPlan| {
+        t.steps
+            .iter()
+            .find(|s| s.status == ScriptStatus::InputRequired)
+            .map(|s| t.submit_at_ms + s.after_ms)
+    };
+    let asking: Vec<usize> = (0..tasks.len())
+        .filter(|&i| tasks[i].quirk.is_none())
+        .filter(|&i| asked_at(&tasks[i]).is_some_and(|at| at + DOOMED_CANCEL_MS.end < LAST_MS))
+        .collect();
+    let t = &mut tasks[*asking.choose(rng)?];
+    let cancel_at = asked_at(t)? + rng.random_range(DOOMED_CANCEL_MS);
+    t.cancel_style = CancelStyle::Immediate;
+    let fault = Fault {
+        at_ms: t.submit_at_ms,
+        for_ms: CHAOS_MS - t.submit_at_ms,
+        kind: FaultKind::DoomedVersion {
+            task: t.n,
+            run_ms: rng.random_range(1_000..4_000),
+        },
+    };
+    let cancel = UserAction::Cancel {
+        task: t.n,
+        at_ms: cancel_at,
+        repeats: 0,
+        concurrent: false,
+        by_name: false,
+    };
+    Some((fault, cancel))
+}
 
 /// How each task's server answers a cancel: most at once, some acknowledge (the task is
 /// cancelled seconds later), some are legacy servers that reject a cancel of a finished task.

@@ -241,6 +241,14 @@ pub enum Event {
         /// Whether the reply was dropped after the work was done.
         dropped: bool,
     },
+    /// When the run ended: what the remote server would answer a poll of this task now, with
+    /// no fault in the way — the truth the engine's last delivery must match.
+    RemoteTruth {
+        /// Remote id.
+        remote_id: String,
+        /// The answer.
+        answer: McpAnswer,
+    },
     /// The remote server took an answer.
     RemoteAnswered {
         /// Remote id.

@@ -9,7 +9,7 @@ use crate::history::{history_hash, Entry, Event};
 use crate::hosts::gateway::GatewayState;
 use crate::hosts::mcp::{view_at, McpState};
 use crate::hosts::{db, gateway, mcp, user, worker};
-use crate::naming::worker_host;
+use crate::naming::{task_label, worker_host};
 use crate::plan::Plan;
 use crate::wire::db::{StoreRequest, StoreResponse};
 use std::collections::BTreeMap;
@@ -90,6 +90,7 @@ pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
     let end = drive(&mut sim, &ctx, &services, opts);
     let sim_elapsed = sim.elapsed();
     drop(sim);
+    record_truths(&ctx, &mcp_state, sim_elapsed);
     let entries = ctx.history.entries();
     let hash = history_hash(&entries);
     let mut verdict = checker::check(plan, &entries);
@@ -104,6 +105,23 @@ pub fn run(plan: &Plan, backend: Backend, opts: &RunOptions) -> RunOutcome {
         verdict,
         sim_elapsed,
         wall: wall.elapsed(),
+    }
+}
+
+/// Records, at the end of the run, what a fault-free poll of each remote task would answer:
+/// the checker expects the engine's last delivery to match it, not merely the last report the
+/// server happened to serve.
+fn record_truths(ctx: &Ctx, mcp: &Mutex<McpState>, elapsed: Duration) {
+    let t_ms = elapsed.as_millis() as u64;
+    let truths = mcp
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .truths(&ctx.plan, t_ms);
+    for (n, remote_id, answer) in truths {
+        let event = Event::RemoteTruth { remote_id, answer };
+        let at_us = elapsed.as_micros() as u64;
+        ctx.history
+            .record_at(at_us, "mcp", Some(task_label(n)), event);
     }
 }
 
@@ -351,9 +369,11 @@ impl Driver {
 }
 
 /// Whether the run has settled: users are done, no run is active, and every stored task is
-/// quiet and agrees with the remote server (or is terminal). A task whose cancel was
-/// dead-lettered or only acknowledged is no exception: it must still be polled to the remote's
-/// true state, so a task left unwatched never settles (and the liveness deadline reports it).
+/// quiet and agrees with the remote server (or is terminal): same status, last observed
+/// after the heal, and the remote's state has not changed since (a second question of the
+/// same status is a change). A task whose cancel was dead-lettered or only acknowledged is no
+/// exception: it must still be polled to the remote's true state, so a task left unwatched
+/// never settles (and the liveness deadline reports it).
 fn is_settled(
     ctx: &Ctx,
     backend: &Backend,
@@ -383,8 +403,12 @@ fn is_settled(
         let Some(plan) = ctx.plan.task(task.n) else {
             return false;
         };
-        let remote = view_at(task, plan, t).status();
-        remote == Some(row.remote.status.as_str())
-            && row.remote.observed_at.is_some_and(|o| o >= heal_us)
+        let now = view_at(task, plan, t);
+        let Some(observed) = row.remote.observed_at.filter(|o| *o >= heal_us) else {
+            return false;
+        };
+        let observed_ms = (observed.as_micros() - EPOCH_SECS as i64 * 1_000_000) / 1_000;
+        let unchanged = view_at(task, plan, observed_ms as u64) == now;
+        now.status() == Some(row.remote.status.as_str()) && unchanged
     })
 }

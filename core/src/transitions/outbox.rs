@@ -122,7 +122,9 @@ fn freeze(o: &mut Outbox) {
     if rebuild {
         if o.event_version != o.dispatch_version {
             o.dispatch_attempt = 0;
-            o.failures = 0;
+            if !mutation::active(Mutant::FailuresCarriedToNewerVersion) {
+                o.failures = 0;
+            }
             o.run_id = None;
         }
         o.dispatch_version = o.event_version;
@@ -247,7 +249,9 @@ fn end_dispatch(o: &mut Outbox, dead: Option<DeadLetterReason>, now: Timestamp) 
     if let Some(reason) = dead {
         o.dead_letter = Some((o.dispatch_version, reason));
     }
-    if o.has_undelivered() && o.event.is_some() {
+    let channel_killed =
+        dead == Some(DeadLetterReason::Budget) && mutation::active(Mutant::BudgetKillsNewerVersion);
+    if o.has_undelivered() && o.event.is_some() && !channel_killed {
         reopen(o, now);
         return;
     }

@@ -4,6 +4,7 @@
 
 use crate::event::{Event, Fingerprint};
 use crate::invariants::debug_check_row;
+use crate::mutation::{self, Mutant};
 use crate::policy::{
     bounded, Policy, DEGRADED_AFTER, INPUT_REQUIRED_FLOOR, MAX_POLL_DELAY, MAX_STORED_ERROR,
 };
@@ -76,7 +77,12 @@ pub fn on_report(
 /// consecutive error, tracking degraded from the third (DOMAIN §4). The remote state is kept.
 pub fn on_failure(row: &TaskRow, error: PollError, at: Timestamp, policy: &Policy) -> PollUpdate {
     let before = row.poll.consecutive_errors;
-    let delay = Policy::backoff(policy.poll_interval, before, policy.max_poll_backoff);
+    let cap = if mutation::active(Mutant::PollBackoffUncapped) {
+        MAX_POLL_DELAY
+    } else {
+        policy.max_poll_backoff
+    };
+    let delay = Policy::backoff(policy.poll_interval, before, cap);
     let errors = before.saturating_add(1);
     let error = PollError {
         class: error.class,

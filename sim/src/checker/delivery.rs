@@ -91,12 +91,16 @@ fn failure_evidence(f: &Facts<'_>, task_id: &str, version: u64) -> usize {
     failed_runs + port_failures
 }
 
+/// Never lost (DOMAIN §9): every stored task's final event — from the remote's truth at the
+/// end, not from what the engine happened to poll — is the last one delivered on its thread;
+/// unless the thread was deleted, and then that event was refused with 404 and dead-lettered
+/// as thread gone; or that event's own launches spent the failure budget.
 fn lost(f: &Facts<'_>, v: &mut Verdict) {
     for (&n, &task_id) in &f.task_ids {
         if !f.inserted.contains(task_id) {
             continue;
         }
-        let Some((Some(expected), served_at)) = f.expected_event(n) else {
+        let Some((Some(expected), judged_at)) = f.expected_event(n) else {
             continue;
         };
         let want = notification_prompt(&expected);
@@ -104,38 +108,54 @@ fn lost(f: &Facts<'_>, v: &mut Verdict) {
         if delivered.last().is_some_and(|r| r.prompt == want) {
             continue;
         }
-        if f.thread_deleted(n) {
-            continue;
-        }
-        let port_versions = f.entries.iter().filter_map(|e| match &e.event {
-            Event::PortLaunch { key, .. } => parse_key(key).filter(|k| k.0 == task_id).map(|k| k.1),
-            _ => None,
-        });
-        let last_version = f
+        let wanted: BTreeSet<u64> = f
             .launches
             .iter()
-            .filter(|l| l.task_id == task_id)
+            .filter(|l| l.task_id == task_id && l.prompt == want)
             .map(|l| l.version)
-            .chain(port_versions)
-            .max();
-        if last_version
-            .is_some_and(|ver| failure_evidence(f, task_id, ver) >= FAILURE_BUDGET as usize)
-        {
+            .collect();
+        let spent = wanted
+            .iter()
+            .any(|&ver| failure_evidence(f, task_id, ver) >= FAILURE_BUDGET as usize);
+        if spent {
             continue;
         }
-        v.counts.lost += 1;
-        let what = if delivered.is_empty() {
+        let what = if f.thread_deleted(n) {
+            if dead_lettered_as_gone(f, task_id, &wanted) {
+                continue;
+            }
+            "its thread was deleted, yet it was never dead-lettered as thread gone (404)"
+        } else if delivered.is_empty() {
             "nothing was ever delivered"
         } else {
             "the last delivery carries an older state"
         };
+        v.counts.lost += 1;
         v.push(
             Invariant::Lost,
             Some(task_label(n)),
-            Some(served_at),
+            Some(judged_at),
             format!("final state `{}` never delivered ({what})", expected.status),
         );
     }
+}
+
+/// Whether a launch of one of the `versions` was refused with 404 and the store took the
+/// thread-gone dead letter of that version.
+fn dead_lettered_as_gone(f: &Facts<'_>, task_id: &str, versions: &BTreeSet<u64>) -> bool {
+    let refused = f.launches.iter().any(|l| {
+        l.task_id == task_id && versions.contains(&l.version) && *l.answer == LaunchAnswer::Gone
+    });
+    let stored = f.entries.iter().any(|e| match &e.event {
+        Event::StoreWrite { rows, .. } => rows.iter().any(|r| {
+            r.task_id == task_id
+                && r.action == "thread_gone"
+                && r.outcome.is_ok()
+                && r.version.is_some_and(|ver| versions.contains(&ver))
+        }),
+        _ => false,
+    });
+    refused && stored
 }
 
 fn duplicated(f: &Facts<'_>, v: &mut Verdict) {
@@ -295,7 +315,15 @@ fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
                     && matches!(r.end, Some((e, s)) if e < l.entry && s != RunStatus::Success)
             })
             .count();
-        if failed_before >= FAILURE_BUDGET as usize {
+        // A launch that only hands back the key's existing run starts nothing new.
+        let reused = match l.answer {
+            LaunchAnswer::Started { run } => f
+                .runs
+                .get(run.as_str())
+                .is_some_and(|r| r.created < l.entry),
+            _ => false,
+        };
+        if failed_before >= FAILURE_BUDGET as usize && !reused {
             v.push(
                 Invariant::Noisy,
                 f.label(l.task_id),

@@ -249,12 +249,26 @@ impl<'a> Facts<'a> {
         Some(TaskEvent::build(&identity, &state, None))
     }
 
-    /// The event the last report the remote server served for task `n` calls for (`None`
-    /// when nothing is worth saying), with the history index of that report. Transient errors
-    /// are not reports. Terminal states, cancellation and quirks are absorbing at the server,
-    /// so this is the state a correct engine settles on.
+    /// The event task `n` ends on (`None` when nothing is worth saying), with the history
+    /// index it is judged at: the remote server's truth recorded when the run ended (what a
+    /// fault-free poll would answer then), whatever the engine polled; in a history without
+    /// that record, the last report the server served (transient errors are not reports).
     pub fn expected_event(&self, n: u32) -> Option<(Option<TaskEvent>, usize)> {
         let (remote_id, _) = self.remote.get(&n)?;
+        let truth = self
+            .entries
+            .iter()
+            .enumerate()
+            .find_map(|(i, e)| match &e.event {
+                Event::RemoteTruth {
+                    remote_id: r,
+                    answer,
+                } if r == remote_id => self.event_of(n, answer).map(|ev| (ev, i)),
+                _ => None,
+            });
+        if truth.is_some() {
+            return truth;
+        }
         self.entries
             .iter()
             .enumerate()

@@ -13,6 +13,7 @@ mod landing;
 mod orphans;
 mod runs;
 mod seal;
+mod spacing;
 
 pub use facts::Facts;
 
@@ -44,8 +45,9 @@ pub enum Invariant {
     Isolated,
     /// A secret in an output.
     Sealed,
-    /// Something never settled after the faults stopped, or a run seen going far past
-    /// `max_run_life` was left running.
+    /// Something never settled after the faults stopped, a task went unpolled longer than the
+    /// policy allows after they stopped, or a run seen going far past `max_run_life` was left
+    /// running.
     Live,
 }
 
@@ -183,5 +185,6 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     runs::check(&facts, &mut v);
     landing::check(&facts, &mut v);
     orphans::check(&facts, &mut v);
+    spacing::check(&facts, &mut v);
     v
 }

@@ -3,8 +3,10 @@
 //! cannot hold its task's notifications, and its thread, for ever.
 //!
 //! Read from the ports' record: a lookup that answered `pending` or `running` for a run older
-//! (by the world's clock, from the first launch answer that named it to a worker: a run whose
-//! launch answers were lost is only known from then) than `max_run_life` plus [`MARGIN_SECS`]
+//! (by the world's clock, from the last launch answer that named it to a worker: a run whose
+//! launch answers were lost is only known from then, and a re-launch of its key whose first
+//! launch write was fenced hands the same run back and writes its launch time anew) than
+//! `max_run_life` plus [`MARGIN_SECS`]
 //! must be followed by the same lane's interrupt of that run, unless the lane's worker
 //! restarted (crashed) first.
 
@@ -24,7 +26,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     for (i, e) in f.entries.iter().enumerate() {
         if let Event::PortLaunch { outcome, .. } = &e.event {
             if let Some(run) = outcome.strip_prefix("started:") {
-                known_at.entry(run).or_insert(e.at_us);
+                known_at.insert(run, e.at_us);
             }
         }
         let Event::PortLookup { lane, run, outcome } = &e.event else {

@@ -4,6 +4,7 @@
 //! reply: the caller cannot tell a lost request from a lost reply.
 
 use super::lose_reply;
+use super::spent_budget::SpentBudgets;
 use crate::backend::Backend;
 use crate::ctx::{now_ms, timestamp, Ctx};
 use crate::fault::{FaultKind, Service};
@@ -27,11 +28,13 @@ use tasklatch_core::transitions::outbox::NotifyAction;
 pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
     let replies = Arc::new(AtomicU64::new(0));
     let verdicts = Arc::new(Mutex::new(BTreeMap::new()));
+    let spent = Arc::new(Mutex::new(SpentBudgets::default()));
     serve(move |env: Envelope<StoreRequest>| {
         let ctx = ctx.clone();
         let backend = backend.clone();
         let replies = replies.clone();
         let verdicts = verdicts.clone();
+        let spent = spent.clone();
         async move {
             let answer = match (&env.body, refused(&ctx, &verdicts, &env.body)) {
                 (_, Some(refusal)) => refusal,
@@ -39,7 +42,7 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
                 (_, None) => backend.store(env.body.clone()).await,
             };
             let dropped = lose_reply(&ctx, Service::Db, &replies);
-            record(&ctx, &env, &answer, dropped);
+            record(&ctx, &env, &answer, dropped, &spent);
             if dropped {
                 Reply::Drop
             } else {
@@ -172,15 +175,26 @@ fn rows<'a>(writes: impl Iterator<Item = Row<'a>>, outcomes: &[WriteOutcome]) ->
         .collect()
 }
 
-fn record(ctx: &Ctx, env: &Envelope<StoreRequest>, answer: &StoreResponse, dropped: bool) {
+fn record(
+    ctx: &Ctx,
+    env: &Envelope<StoreRequest>,
+    answer: &StoreResponse,
+    dropped: bool,
+    spent: &Mutex<SpentBudgets>,
+) {
     let h = &ctx.history;
     if let StoreResponse::Outcomes(Ok(o)) = answer {
         if let Some((lease, rows)) = written(&env.body, o) {
-            for r in rows.iter().filter(|r| r.outcome.is_ok()) {
-                if r.action == "cancel_budget_exhausted" {
+            let mut spent = spent.lock().unwrap_or_else(|p| p.into_inner());
+            for r in rows.iter() {
+                if r.outcome.is_ok() && r.action == "cancel_budget_exhausted" {
                     ctx.exercised("cancel_dead_letter", "db", h.label_of(&r.task_id));
                 }
+                if spent.observe(r) {
+                    ctx.exercised("budget_spent_newer_state", "db", h.label_of(&r.task_id));
+                }
             }
+            drop(spent);
             h.record(
                 "db",
                 None,

@@ -9,8 +9,9 @@ use crate::backend::Backend;
 use crate::ctx::{now_ms, timestamp, Ctx};
 use crate::fault::{BadEnd, FaultKind, Service};
 use crate::gateway_mode::GatewayMode;
-use crate::history::{Event, LaunchAnswer};
+use crate::history::{parse_key, Event, LaunchAnswer};
 use crate::ledger_call::{LedgerAnswer, LedgerCall};
+use crate::naming::task_number;
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
 use crate::wire::rpc::{serve, Reply};
 use rand::Rng;
@@ -35,6 +36,9 @@ pub struct GatewayState {
     pub(super) server: AgentServer,
     /// Each run's key.
     pub(super) keys: BTreeMap<RunId, String>,
+    /// Per doomed-version fault (by index): the (task id, version) it doomed, the first
+    /// version of its task launched while it was active.
+    doomed: BTreeMap<usize, (String, u64)>,
 }
 
 impl GatewayState {
@@ -48,6 +52,7 @@ impl GatewayState {
             replies: AtomicU64::new(0),
             server: AgentServer::default(),
             keys: BTreeMap::new(),
+            doomed: BTreeMap::new(),
         }
     }
 
@@ -316,7 +321,10 @@ pub(super) fn schedule_end(
     key: String,
     t: u64,
 ) {
-    let (run_ms, end) = run_fate(&ctx, &state, &run, t);
+    let (run_ms, end) = match doomed(&ctx, &state, &key, t) {
+        Some(run_ms) => (run_ms, RunStatus::Error),
+        None => run_fate(&ctx, &state, &run, t),
+    };
     tokio::task::spawn_local(async move {
         if backend.is_none() {
             super::langgraph::wait_turn(&state, &run).await;
@@ -357,6 +365,34 @@ pub(super) fn schedule_end(
 /// ends it (as `timeout`), long after the engine's `max_run_life`. A run the engine never
 /// learned of (every launch answer for its key was lost) frees its thread only then.
 pub const STUCK_RUN_MS: u64 = 240_000;
+
+/// `Some(run_ms)` when a doomed-version fault active at `t` dooms the run of `key`: the
+/// fault dooms the first version of its task it sees, and every run of that version fails
+/// after `run_ms` while the fault lasts.
+fn doomed(ctx: &Ctx, state: &Mutex<GatewayState>, key: &str, t: u64) -> Option<u64> {
+    let (task_id, version, _) = parse_key(key)?;
+    let n = ctx
+        .history
+        .label_of(task_id)
+        .and_then(|label| task_number(&label))?;
+    let faults = ctx.active(t, |k| match k {
+        FaultKind::DoomedVersion { task, run_ms } if u64::from(*task) == n => Some(*run_ms),
+        _ => None,
+    });
+    let faults: Vec<_> = faults.collect();
+    let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+    for (index, run_ms) in faults {
+        let doomed = st
+            .doomed
+            .entry(index)
+            .or_insert_with(|| (task_id.to_owned(), version));
+        if *doomed == (task_id.to_owned(), version) {
+            ctx.fire(index, "gateway");
+            return Some(run_ms);
+        }
+    }
+    None
+}
 
 /// How long a run started at `t` takes and how it ends: slow and bad-run faults active at
 /// its start decide, and a lost-runs fault makes the gateway forget it (it reads "missing").

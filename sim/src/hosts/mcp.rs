@@ -21,6 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tasklatch_core::policy::DEGRADED_AFTER;
 
 /// A remote task as the server keeps it.
 #[derive(Clone, Debug)]
@@ -41,6 +42,9 @@ pub struct RemoteTask {
     pub served: Vec<&'static str>,
     /// Questions answered: (script step, when).
     pub answered: Vec<(usize, u64)>,
+    /// Status polls answered with a transient error in a row, and how many such runs reached
+    /// the engine's degradation threshold (for coverage: degraded, recovered, degraded again).
+    pub failing: (u32, u32),
 }
 
 impl RemoteTask {
@@ -72,6 +76,19 @@ impl McpState {
     /// The task with this remote id.
     pub fn task(&self, remote_id: &str) -> Option<&RemoteTask> {
         self.tasks.get(remote_id)
+    }
+
+    /// What a fault-free poll of every remote task would answer at `t_ms`: (plan task number
+    /// of its creator, remote id, answer), by remote id.
+    pub fn truths(&self, plan: &crate::plan::Plan, t_ms: u64) -> Vec<(u32, String, McpAnswer)> {
+        self.tasks
+            .values()
+            .filter_map(|task| {
+                let task_plan = plan.task(task.n)?;
+                let answer = report(task, task_plan, view_at(task, task_plan, t_ms));
+                Some((task.n, task.remote_id.clone(), answer))
+            })
+            .collect()
     }
 }
 
@@ -312,8 +329,9 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
             Err(McpAnswer::Unknown)
         }
         McpRequest::Status { remote_id } => {
-            let answer = transient_error(ctx, t, &remote_id)
+            let answer = transient_error(ctx, &st, t, &remote_id)
                 .unwrap_or_else(|| served_view(ctx, &mut st, &remote_id, t));
+            count_failing(ctx, &mut st, &remote_id, &answer);
             Ok((remote_id, RemoteOp::Status, answer))
         }
         McpRequest::Cancel { remote_id } => {
@@ -325,7 +343,7 @@ fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswe
             request_id,
             text,
         } => {
-            let answer = transient_error(ctx, t, &remote_id)
+            let answer = transient_error(ctx, &st, t, &remote_id)
                 .unwrap_or_else(|| take_answer(ctx, &mut st, &remote_id, request_id, text, t));
             Ok((remote_id, RemoteOp::Answer, answer))
         }
@@ -465,6 +483,7 @@ fn create(ctx: &Ctx, st: &mut McpState, n: u32, owner: String, t: u64) -> Remote
         cancelled_ms: None,
         served: Vec::new(),
         answered: Vec::new(),
+        failing: (0, 0),
     };
     ctx.history.label(&task.remote_id, n);
     ctx.history.record(
@@ -484,7 +503,7 @@ fn create(ctx: &Ctx, st: &mut McpState, n: u32, owner: String, t: u64) -> Remote
 /// is cancelled at `t` (immediate, legacy) or some seconds later (acknowledged), then reported;
 /// a legacy server answers a cancel of a task that already ended with "already terminal".
 fn cancel(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {
-    if let Some(e) = transient_error(ctx, t, remote_id) {
+    if let Some(e) = transient_error(ctx, st, t, remote_id) {
         return e;
     }
     let Some(task) = st.tasks.get_mut(remote_id) else {
@@ -588,12 +607,39 @@ fn served_view(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnsw
     report(task, plan, view)
 }
 
-fn transient_error(ctx: &Ctx, t: u64, remote_id: &str) -> Option<McpAnswer> {
+/// A 503 for a call about `remote_id` while a remote-errors fault, or a remote-down fault of
+/// its task, is active.
+fn transient_error(ctx: &Ctx, st: &McpState, t: u64, remote_id: &str) -> Option<McpAnswer> {
+    let n = st.tasks.get(remote_id).map(|task| task.n);
     let (index, ()) = ctx
-        .active(t, |k| matches!(k, FaultKind::RemoteErrors).then_some(()))
+        .active(t, |k| match k {
+            FaultKind::RemoteErrors => Some(()),
+            FaultKind::RemoteDown { task } if Some(*task) == n => Some(()),
+            _ => None,
+        })
         .next()?;
     ctx.fire(index, "mcp");
     Some(McpAnswer::Unavailable(format!(
         "503 service unavailable while reading {remote_id}"
     )))
+}
+
+/// Counts a status answer towards the coverage of "degraded, recovered, degraded again": a
+/// run of [`DEGRADED_AFTER`] transient errors in a row, a report, then another such run.
+fn count_failing(ctx: &Ctx, st: &mut McpState, remote_id: &str, answer: &McpAnswer) {
+    let Some(task) = st.tasks.get_mut(remote_id) else {
+        return;
+    };
+    let (streak, runs) = &mut task.failing;
+    if matches!(answer, McpAnswer::Unavailable(_)) {
+        *streak += 1;
+        if *streak == DEGRADED_AFTER {
+            *runs += 1;
+            if *runs == 2 {
+                ctx.exercised("remote_degraded_twice", "mcp", Some(task_label(task.n)));
+            }
+        }
+    } else {
+        *streak = 0;
+    }
 }

@@ -4,6 +4,7 @@ pub mod db;
 pub mod gateway;
 pub mod langgraph;
 pub mod mcp;
+pub mod spent_budget;
 pub mod user;
 pub mod worker;
 

@@ -148,7 +148,10 @@ impl Driver for RpcDriver {
             text: answer.expose().to_owned(),
         };
         match self.call(RemoteOp::Answer, remote_id, req).await? {
-            McpAnswer::AnswerTaken => Ok(()),
+            McpAnswer::AnswerTaken => {
+                self.caller.after_answer().await;
+                Ok(())
+            }
             McpAnswer::Unknown => Err(DriverError::UnknownTask),
             McpAnswer::Unavailable(m) => Err(DriverError::Unavailable {
                 class: ErrorClass::Server,

@@ -86,4 +86,27 @@ impl Caller {
             }
         }
     }
+
+    /// Stalls the lane if a pause-after-answer fault of its worker is due now (each happens
+    /// once). Called when the remote server took a user's answer, before the engine sees it.
+    pub(super) async fn after_answer(&self) {
+        let Some((worker, _)) = self.lane else {
+            return;
+        };
+        let due: Vec<(usize, u64)> = self
+            .ctx
+            .active(now_ms(), |k| match k {
+                FaultKind::PauseAfterAnswer {
+                    worker: w,
+                    pause_ms,
+                } if *w == worker => Some(*pause_ms),
+                _ => None,
+            })
+            .collect();
+        for (index, pause_ms) in due {
+            if self.ctx.fire(index, &self.host()) {
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+            }
+        }
+    }
 }

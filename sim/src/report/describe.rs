@@ -156,6 +156,9 @@ fn service(event: &Event) -> Option<String> {
                 task_label(*n)
             )
         }
+        Event::RemoteTruth { answer, .. } => {
+            format!("at the end the remote task reads {}", mcp_answer(answer))
+        }
         Event::RemoteServed {
             op,
             answer,
