@@ -78,11 +78,14 @@ pub enum Mutant {
     CompensationSkipped,
     /// The skew guard measures the clock skew but never refuses a claim for it.
     SkewGuardOff,
+    /// The per-run context projection shows a task's name redacted but not neutralised: a
+    /// name holding forged tags or boundary markers reaches the agent's model live.
+    ContextNameNotNeutralised,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 28] = [
+    pub const ALL: [Mutant; 29] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -111,6 +114,7 @@ impl Mutant {
         Mutant::ListOwnerNotChecked,
         Mutant::CompensationSkipped,
         Mutant::SkewGuardOff,
+        Mutant::ContextNameNotNeutralised,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -148,6 +152,7 @@ impl Mutant {
             Mutant::ListOwnerNotChecked => "list-owner-not-checked",
             Mutant::CompensationSkipped => "compensation-skipped",
             Mutant::SkewGuardOff => "skew-guard-off",
+            Mutant::ContextNameNotNeutralised => "context-name-not-neutralised",
         }
     }
 
