@@ -88,11 +88,14 @@ pub enum Mutant {
     /// The poll backoff after failed polls keeps doubling up to a day instead of stopping at
     /// `max_poll_backoff`: a task whose server was down a while goes unpolled for hours.
     PollBackoffUncapped,
+    /// The per-run context projection shows a task's name redacted but not neutralised: a
+    /// name holding forged tags or boundary markers reaches the agent's model live.
+    ContextNameNotNeutralised,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 31] = [
+    pub const ALL: [Mutant; 32] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -124,6 +127,7 @@ impl Mutant {
         Mutant::BudgetKillsNewerVersion,
         Mutant::FailuresCarriedToNewerVersion,
         Mutant::PollBackoffUncapped,
+        Mutant::ContextNameNotNeutralised,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -164,6 +168,7 @@ impl Mutant {
             Mutant::BudgetKillsNewerVersion => "budget-kills-newer-version",
             Mutant::FailuresCarriedToNewerVersion => "failures-carried-to-newer-version",
             Mutant::PollBackoffUncapped => "poll-backoff-uncapped",
+            Mutant::ContextNameNotNeutralised => "context-name-not-neutralised",
         }
     }
 

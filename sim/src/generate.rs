@@ -139,6 +139,9 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         faults.sort_by_key(|f| f.at_ms);
         user.push(cancel);
     }
+    // Hostile task names, from a stream of their own too.
+    let mut naming = ChaCha8Rng::seed_from_u64(seed ^ NAME_STREAM);
+    hostile_names(&mut naming, &mut tasks);
     Plan {
         seed,
         workers,
@@ -300,6 +303,21 @@ fn doomed_version(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Option<(Fault
     Some((fault, cancel))
 }
 
+/// Mixed into the seed for the users' hostile task names ("names" in ASCII).
+const NAME_STREAM: u64 = 0x006e_616d_6573;
+
+/// On two seeds in five, users give about a third of the tasks a hostile name (forged tags
+/// and boundary markers after `job-{n}`): the name reaches models in every notification
+/// prompt, run context and listing of the task, neutralised.
+fn hostile_names(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) {
+    if !rng.random_bool(0.4) {
+        return;
+    }
+    for t in tasks.iter_mut() {
+        t.hostile_name = rng.random_bool(0.3);
+    }
+}
+
 /// How each task's server answers a cancel: most at once, some acknowledge (the task is
 /// cancelled seconds later), some are legacy servers that reject a cancel of a finished task.
 /// On most seeds a user cancels a legacy-server task just after its script ended — before the
@@ -434,6 +452,7 @@ fn tasks(rng: &mut ChaCha8Rng, task_count: u32, owners: u32, hostile: &[&str]) -
             steps: script(rng, budget, hostile),
             quirk: None,
             cancel_style: CancelStyle::Immediate,
+            hostile_name: false,
         });
     }
     plant_quirks(rng, &mut tasks);

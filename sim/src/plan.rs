@@ -52,6 +52,15 @@ pub struct TaskPlan {
     /// How the server answers a cancel of this task (absent in older plans: at once).
     #[serde(default, skip_serializing_if = "CancelStyle::is_immediate")]
     pub cancel_style: CancelStyle,
+    /// The user names the task with forged tags and boundary markers after `job-{n}` (see
+    /// [`crate::naming::task_name`]); absent in older plans: a benign name.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub hostile_name: bool,
+}
+
+/// Whether `b` is `false` (fields that are off are kept out of serialised plans).
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// How a remote server answers a cancel: the three ways real servers do (DOMAIN §6).

@@ -6,6 +6,7 @@
 
 use super::neutralise::neutralise;
 use crate::ids::TaskId;
+use crate::mutation::{self, Mutant};
 use crate::policy::{bounded, MAX_CONTEXT_TASKS, MAX_SHOWN_ERROR};
 use crate::status::RemoteStatus;
 use crate::task::TaskRow;
@@ -72,9 +73,14 @@ pub struct ContextEntry {
 impl ContextEntry {
     /// The context entry of `row`.
     fn from_row(row: &TaskRow) -> ContextEntry {
+        let name = if mutation::active(Mutant::ContextNameNotNeutralised) {
+            row.identity.handle.redact(&row.identity.name)
+        } else {
+            public_text(row, &row.identity.name)
+        };
         ContextEntry {
             task_id: row.identity.task_id.clone(),
-            name: public_text(row, &row.identity.name),
+            name,
             status: row.remote.status,
             updated_at: row.remote.updated_at,
         }

@@ -225,7 +225,7 @@ impl<'a> Facts<'a> {
             owner: owner_name(task.owner).into(),
             thread: thread_name(task.owner, task.thread).into(),
             server: "mcp".into(),
-            name: task_name(n),
+            name: task_name(task),
             handle: self.handle(n)?,
             created_at: Timestamp::EPOCH,
         })

@@ -8,6 +8,7 @@ mod answers;
 mod delivery;
 mod facts;
 mod fencing;
+mod injection;
 mod isolation;
 mod landing;
 mod orphans;
@@ -45,6 +46,9 @@ pub enum Invariant {
     Isolated,
     /// A secret in an output.
     Sealed,
+    /// Untrusted text reaching a model live: a denied tag or a forged boundary marker in a
+    /// prompt, a run context or a listing, or a prompt without exactly one frame.
+    Injected,
     /// Something never settled after the faults stopped, a task went unpolled longer than the
     /// policy allows after they stopped, or a run seen going far past `max_run_life` was left
     /// running.
@@ -63,6 +67,7 @@ impl Invariant {
             Invariant::Fenced => "fenced",
             Invariant::Isolated => "isolated",
             Invariant::Sealed => "sealed",
+            Invariant::Injected => "injected",
             Invariant::Live => "live",
         }
     }
@@ -181,6 +186,7 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     delivery::check(&facts, &mut v);
     fencing::check(&facts, &mut v);
     isolation::check(&facts, &mut v);
+    injection::check(&facts, &mut v);
     answers::check(&facts, &mut v);
     runs::check(&facts, &mut v);
     landing::check(&facts, &mut v);

@@ -3,12 +3,13 @@
 //! cannot hold its task's notifications, and its thread, for ever.
 //!
 //! Read from the ports' record: a lookup that answered `pending` or `running` for a run older
-//! (by the world's clock, from the last launch answer that named it to a worker: a run whose
-//! launch answers were lost is only known from then, and a re-launch of its key whose first
-//! launch write was fenced hands the same run back and writes its launch time anew) than
-//! `max_run_life` plus [`MARGIN_SECS`]
-//! must be followed by the same lane's interrupt of that run, unless the lane's worker
-//! restarted (crashed) first.
+//! than `max_run_life` plus [`MARGIN_SECS`] must be followed by the same lane's interrupt of
+//! that run, unless the lane's worker restarted (crashed) first. A run's age is counted by the
+//! world's clock from when the engine could first know it: the first accepted `launched` write
+//! of its task after a launch answer named the run to a worker (a run whose launch answers
+//! were lost is only known from then, and a launch whose write the store refused — its lane
+//! lost the lease meanwhile — told the engine nothing), or, without such a write in the
+//! history, from that first launch answer.
 
 use super::facts::Facts;
 use super::{Invariant, Verdict};
@@ -22,11 +23,25 @@ const MARGIN_SECS: u64 = 20;
 
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     let limit_us = (MAX_RUN_LIFE_SECS + MARGIN_SECS) * 1_000_000;
-    let mut known_at: BTreeMap<&str, u64> = BTreeMap::new();
+    // Run → when a launch answer first named it, and when the engine first wrote it down.
+    let mut named_at: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut written_at: BTreeMap<&str, u64> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
         if let Event::PortLaunch { outcome, .. } = &e.event {
             if let Some(run) = outcome.strip_prefix("started:") {
-                known_at.insert(run, e.at_us);
+                named_at.entry(run).or_insert(e.at_us);
+            }
+        }
+        if let Event::StoreWrite { rows, .. } = &e.event {
+            for row in rows
+                .iter()
+                .filter(|r| r.action == "launched" && r.outcome.is_ok())
+            {
+                for run in named_at.keys() {
+                    if f.runs.get(run).is_some_and(|r| r.task_id == row.task_id) {
+                        written_at.entry(run).or_insert(e.at_us);
+                    }
+                }
             }
         }
         let Event::PortLookup { lane, run, outcome } = &e.event else {
@@ -35,7 +50,10 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         if outcome != "pending" && outcome != "running" {
             continue;
         }
-        let (Some(r), Some(known)) = (f.runs.get(run.as_str()), known_at.get(run.as_str())) else {
+        let known = written_at
+            .get(run.as_str())
+            .or_else(|| named_at.get(run.as_str()));
+        let (Some(r), Some(known)) = (f.runs.get(run.as_str()), known) else {
             continue;
         };
         let age_us = e.at_us.saturating_sub(*known);
@@ -71,7 +89,9 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
 mod tests {
     use crate::checker::{check, Invariant};
     use crate::generate::{generate, Knobs};
-    use crate::history::{Entry, Event, LaunchAnswer};
+    use crate::history::{Entry, Event, LaunchAnswer, RowWrite};
+    use tasklatch_core::lease::{LeaseKind, Refusal};
+    use tasklatch_core::status::NotifyStatus;
 
     fn at(secs: u64, host: &str, event: Event) -> Entry {
         Entry {
@@ -158,6 +178,88 @@ mod tests {
         assert!(
             stuck_verdicts(40, vec![]).is_empty(),
             "within max_run_life and its margin"
+        );
+    }
+
+    fn launched_write(secs: u64, accepted: bool) -> Entry {
+        let outcome = if accepted {
+            Ok((1, 0, NotifyStatus::Dispatched))
+        } else {
+            Err(Refusal::LeaseNotHeld)
+        };
+        at(
+            secs,
+            "db",
+            Event::StoreWrite {
+                lease: LeaseKind::Notify,
+                rows: vec![RowWrite {
+                    task_id: "t1".into(),
+                    token: 1,
+                    version: Some(1),
+                    at_us: 0,
+                    action: "launched".into(),
+                    outcome,
+                }],
+                dropped: false,
+            },
+        )
+    }
+
+    /// Seed 189 (once hostile task names were drawn): the lane that first launched the run
+    /// lost its lease before writing it down (refused), and another lane's launch of the same
+    /// key wrote it 24 s later — the engine's clock for the run starts there.
+    #[test]
+    fn a_runs_age_counts_from_the_first_accepted_write_of_its_launch() {
+        let relaunched = |accepted: bool| {
+            let plan = generate(0, &Knobs::default());
+            let mut entries = vec![
+                at(
+                    0,
+                    "gateway",
+                    Event::LaunchServed {
+                        key: "task:t1:1:0".into(),
+                        owner: "o".into(),
+                        thread: "th".into(),
+                        prompt: "p".into(),
+                        answer: LaunchAnswer::Started {
+                            run: "run-1".into(),
+                        },
+                        created_run: Some("run-1".into()),
+                        dropped: false,
+                    },
+                ),
+                at(
+                    0,
+                    "worker-0",
+                    Event::PortLaunch {
+                        lane: "worker-0/0".into(),
+                        key: "task:t1:1:0".into(),
+                        outcome: "started:run-1".into(),
+                    },
+                ),
+                launched_write(19, false),
+                launched_write(24, accepted),
+            ];
+            entries.push(at(
+                60,
+                "worker-0",
+                Event::PortLookup {
+                    lane: "worker-0/0".into(),
+                    run: "run-1".into(),
+                    outcome: "running".into(),
+                },
+            ));
+            check(&plan, &entries)
+                .violations
+                .into_iter()
+                .filter(|v| v.invariant == Invariant::Live)
+                .count()
+        };
+        assert_eq!(relaunched(true), 0, "36 s after the engine wrote it down");
+        assert_eq!(
+            relaunched(false),
+            1,
+            "never written: 60 s after it was named"
         );
     }
 }

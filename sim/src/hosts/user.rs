@@ -148,7 +148,7 @@ async fn submit(
     let cmd = SubmitCommand {
         scope: scope(t.owner, t.thread),
         server: "mcp".into(),
-        name: task_name(t.n),
+        name: task_name(&t),
         tool: "job".into(),
         arguments: task_label(t.n),
     };
@@ -157,11 +157,18 @@ async fn submit(
         .await
         .map(|id| id.to_string())
         .map_err(|e| e.to_string());
+    let stored = answer.is_ok();
     ctx.history.record(
         USER_HOST,
         Some(task_label(t.n)),
         Event::SubmitAnswered { n: t.n, answer },
     );
+    // The owner looks at a stored hostile-named task's thread at once: its listing and run
+    // context show the name to a model (DOMAIN §8), so every such task is seen there.
+    if t.hostile_name && stored {
+        ctx.exercised("hostile_task_name", USER_HOST, Some(task_label(t.n)));
+        look(ctx, engine, owner_name(t.owner), &scope(t.owner, t.thread)).await;
+    }
 }
 
 async fn cancel(
@@ -214,7 +221,9 @@ async fn act(
             ..
         } => {
             let target = if by_name {
-                Some(CancelTarget::Name(task_name(task)))
+                ctx.plan
+                    .task(task)
+                    .map(|t| CancelTarget::Name(task_name(t)))
             } else {
                 id_of(task).map(CancelTarget::Id)
             };
@@ -242,7 +251,7 @@ async fn act(
                 CancelTarget::Id(id)
             } else {
                 ctx.exercised("cancel_foreign_by_name", USER_HOST, Some(task_label(task)));
-                CancelTarget::Name(task_name(task))
+                CancelTarget::Name(task_name(victim))
             };
             cancel(ctx, engine, task, intruder, target, 0).await;
         }
