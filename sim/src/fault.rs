@@ -69,6 +69,15 @@ pub enum FaultKind {
         /// Worker number.
         worker: u32,
     },
+    /// The worker shuts down gracefully (as on SIGTERM: nothing new started, claims not acted
+    /// on released) and starts again when the fault ends.
+    GracefulStop {
+        /// Worker number.
+        worker: u32,
+    },
+    /// The remote server restarts and forgets every task of its legacy side (the tasks whose
+    /// server rejects a cancel of a finished task): from then on it knows none of them.
+    RemoteRestart,
     /// One lane of a worker stalls (a long pause) at its next call return.
     Pause {
         /// Worker number.
@@ -242,6 +251,8 @@ impl Fault {
         let svc = |s: &Service| s.host();
         match &self.kind {
             FaultKind::Crash { .. } => "worker_crash_restart".into(),
+            FaultKind::GracefulStop { .. } => "worker_graceful_stop".into(),
+            FaultKind::RemoteRestart => "remote_restart_forgets".into(),
             FaultKind::Pause { .. } if self.for_ms > LEASE_MS => "worker_pause_past_lease".into(),
             FaultKind::Pause { .. } => "worker_stall_within_lease".into(),
             FaultKind::Partition { service, .. } => format!("partition_worker_{}", svc(service)),
@@ -280,6 +291,7 @@ impl FaultKind {
     pub fn target(&self) -> Target {
         match *self {
             FaultKind::Crash { worker }
+            | FaultKind::GracefulStop { worker }
             | FaultKind::Pause { worker, .. }
             | FaultKind::Skew { worker, .. }
             | FaultKind::PauseAfterAnswer { worker, .. } => Target::Worker(worker),
@@ -298,6 +310,7 @@ impl FaultKind {
             | FaultKind::BadRuns { .. } => Target::Service(Service::Gateway),
             FaultKind::RemoteErrors
             | FaultKind::RemoteDown { .. }
+            | FaultKind::RemoteRestart
             | FaultKind::SlowRemote { .. } => Target::Service(Service::Mcp),
             FaultKind::RefuseInserts => Target::Service(Service::Db),
         }
@@ -306,7 +319,10 @@ impl FaultKind {
     /// What the fault hits and how hard, in words (`worker-0 ↔ db`, `network: up to 635 ms`, …).
     pub fn detail(&self) -> String {
         match self {
-            FaultKind::Crash { worker } => worker_host(*worker),
+            FaultKind::Crash { worker } | FaultKind::GracefulStop { worker } => {
+                worker_host(*worker)
+            }
+            FaultKind::RemoteRestart => "mcp: legacy tasks forgotten".to_owned(),
             FaultKind::Pause { worker, lane } => format!("{} lane {lane}", worker_host(*worker)),
             FaultKind::Partition { worker, service } | FaultKind::Hold { worker, service } => {
                 format!("{} ↔ {}", worker_host(*worker), service.host())
@@ -341,7 +357,7 @@ impl FaultKind {
     /// How the timeline draws the fault.
     pub fn look(&self) -> Look {
         match self {
-            FaultKind::Crash { .. } => Look {
+            FaultKind::Crash { .. } | FaultKind::GracefulStop { .. } => Look {
                 window_marks: true,
                 ..Look::band("fc")
             },
@@ -357,6 +373,7 @@ impl FaultKind {
             FaultKind::Skew { .. } => Look::band("fk"),
             FaultKind::RemoteErrors
             | FaultKind::RemoteDown { .. }
+            | FaultKind::RemoteRestart
             | FaultKind::SlowRemote { .. } => Look::band("fr"),
             FaultKind::RefuseInserts => Look::band("fn"),
             FaultKind::GatewayBusy
@@ -401,6 +418,8 @@ impl FaultKind {
             | FaultKind::DoomedVersion { .. }
             | FaultKind::SlowRemote { .. }
             | FaultKind::Crash { .. }
+            | FaultKind::GracefulStop { .. }
+            | FaultKind::RemoteRestart
             | FaultKind::Pause { .. }
             | FaultKind::PauseAfterAnswer { .. }
             | FaultKind::Partition { .. }
@@ -429,6 +448,8 @@ impl FaultKind {
             | FaultKind::PauseAfterAnswer { .. }
             | FaultKind::LoseReplies { .. }
             | FaultKind::Crash { .. }
+            | FaultKind::GracefulStop { .. }
+            | FaultKind::RemoteRestart
             | FaultKind::Partition { .. }
             | FaultKind::Hold { .. }
             | FaultKind::Latency { .. }
@@ -457,6 +478,8 @@ mod tests {
     fn every_kind() -> Vec<FaultKind> {
         vec![
             FaultKind::Crash { worker: 1 },
+            FaultKind::GracefulStop { worker: 1 },
+            FaultKind::RemoteRestart,
             FaultKind::Pause { worker: 1, lane: 0 },
             FaultKind::PauseAfterAnswer {
                 worker: 1,

@@ -128,6 +128,10 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     let mut answer_pauses = ChaCha8Rng::seed_from_u64(seed ^ ANSWER_PAUSE_STREAM);
     faults.extend(pauses_after_answers(&mut answer_pauses, workers));
     faults.sort_by_key(|f| f.at_ms);
+    // And graceful restarts of workers and of the remote server, from a stream of their own.
+    let mut restarting = ChaCha8Rng::seed_from_u64(seed ^ RESTART_STREAM);
+    faults.extend(restarts(&mut restarting, workers));
+    faults.sort_by_key(|f| f.at_ms);
     // And one task's remote shard going down, from a stream of its own.
     let mut outages = ChaCha8Rng::seed_from_u64(seed ^ OUTAGE_STREAM);
     faults.extend(task_outages(&mut outages, &mut tasks));
@@ -197,6 +201,32 @@ fn pauses_after_answers(rng: &mut ChaCha8Rng, workers: u32) -> Vec<Fault> {
             }
         })
         .collect()
+}
+
+/// Mixed into the seed for the graceful restarts ("restart" in ASCII).
+const RESTART_STREAM: u64 = 0x0072_6573_7461_7274;
+
+/// On two seeds in five, a worker shuts down gracefully for 3 to 20 seconds; on three in ten,
+/// the remote server restarts and forgets the tasks of its legacy side.
+fn restarts(rng: &mut ChaCha8Rng, workers: u32) -> Vec<Fault> {
+    let mut out = Vec::new();
+    if rng.random_bool(0.4) {
+        out.push(Fault {
+            at_ms: rng.random_range(10_000..LAST_MS),
+            for_ms: span(rng, 3_000, 20_000),
+            kind: FaultKind::GracefulStop {
+                worker: rng.random_range(0..workers),
+            },
+        });
+    }
+    if rng.random_bool(0.3) {
+        out.push(Fault {
+            at_ms: rng.random_range(30_000..LAST_MS),
+            for_ms: 10_000,
+            kind: FaultKind::RemoteRestart,
+        });
+    }
+    out
 }
 
 /// Mixed into the seed for the remote outages of single tasks ("outages" in ASCII).

@@ -248,6 +248,10 @@ pub enum Event {
         remote_id: String,
         /// The answer.
         answer: McpAnswer,
+        /// For a task a restart forgot: the terminal report the server had served before (an
+        /// engine that got it stopped polling and settled on it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        served_before: Option<Box<McpAnswer>>,
     },
     /// The remote server took an answer.
     RemoteAnswered {

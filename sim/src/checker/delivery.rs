@@ -92,7 +92,9 @@ fn failure_evidence(f: &Facts<'_>, task_id: &str, version: u64) -> usize {
 }
 
 /// Never lost (DOMAIN §9): every stored task's final event — from the remote's truth at the
-/// end, not from what the engine happened to poll — is the last one delivered on its thread;
+/// end, not from what the engine happened to poll (for a task a restart of the server forgot,
+/// "unknown task", or the terminal report served before) — is the last one delivered on its
+/// thread;
 /// unless the thread was deleted, and then that event was refused with 404 and dead-lettered
 /// as thread gone; or that event's own launches spent the failure budget.
 fn lost(f: &Facts<'_>, v: &mut Verdict) {
@@ -103,16 +105,27 @@ fn lost(f: &Facts<'_>, v: &mut Verdict) {
         let Some((Some(expected), judged_at)) = f.expected_event(n) else {
             continue;
         };
-        let want = notification_prompt(&expected);
+        let settled_before = f.served_before_forgotten(n);
+        let wants: Vec<String> = std::iter::once(&expected)
+            .chain(settled_before.as_ref())
+            .map(notification_prompt)
+            .collect();
         let delivered = f.delivered(task_id);
-        if delivered.last().is_some_and(|r| r.prompt == want) {
+        if delivered
+            .last()
+            .is_some_and(|r| wants.iter().any(|w| r.prompt == w))
+        {
             continue;
         }
+        // The final event's versions: those whose served launches carried it, and the latest
+        // the store recorded (a peer that checks the thread first fails a launch before any is
+        // served, so only the worker's port saw it).
         let wanted: BTreeSet<u64> = f
             .launches
             .iter()
-            .filter(|l| l.task_id == task_id && l.prompt == want)
+            .filter(|l| l.task_id == task_id && wants.iter().any(|w| l.prompt == w))
             .map(|l| l.version)
+            .chain(latest_version(f, task_id))
             .collect();
         let spent = wanted
             .iter()
@@ -140,11 +153,26 @@ fn lost(f: &Facts<'_>, v: &mut Verdict) {
     }
 }
 
-/// Whether a launch of one of the `versions` was refused with 404 and the store took the
-/// thread-gone dead letter of that version.
+/// Whether a launch of one of the final event's `versions` was refused with 404 (as the
+/// gateway served it, or as a worker's port saw it: a peer that checks the thread first
+/// answers before any launch is served) and the store took that version's thread-gone dead
+/// letter.
 fn dead_lettered_as_gone(f: &Facts<'_>, task_id: &str, versions: &BTreeSet<u64>) -> bool {
-    let refused = f.launches.iter().any(|l| {
-        l.task_id == task_id && versions.contains(&l.version) && *l.answer == LaunchAnswer::Gone
+    let refused = f.entries.iter().any(|e| match &e.event {
+        Event::LaunchServed {
+            key,
+            answer: LaunchAnswer::Gone,
+            ..
+        }
+        | Event::PortLaunch { key, .. } => {
+            let gone = match &e.event {
+                Event::PortLaunch { outcome, .. } => outcome == "gone",
+                _ => true,
+            };
+            gone && parse_key(key)
+                .is_some_and(|(t, ver, _)| t == task_id && versions.contains(&ver))
+        }
+        _ => false,
     });
     let stored = f.entries.iter().any(|e| match &e.event {
         Event::StoreWrite { rows, .. } => rows.iter().any(|r| {
@@ -156,6 +184,26 @@ fn dead_lettered_as_gone(f: &Facts<'_>, task_id: &str, versions: &BTreeSet<u64>)
         _ => false,
     });
     refused && stored
+}
+
+/// The latest event version the store reported recording for a task.
+fn latest_version(f: &Facts<'_>, task_id: &str) -> Option<u64> {
+    f.entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::StoreInsert {
+                task_id: t,
+                outcome: Ok(ev),
+                ..
+            } if t == task_id => Some(*ev),
+            Event::StoreWrite { rows, .. } => rows
+                .iter()
+                .filter(|r| r.task_id == task_id)
+                .filter_map(|r| r.outcome.as_ref().ok().map(|(ev, _, _)| *ev))
+                .max(),
+            _ => None,
+        })
+        .max()
 }
 
 fn duplicated(f: &Facts<'_>, v: &mut Verdict) {

@@ -263,6 +263,7 @@ impl<'a> Facts<'a> {
                 Event::RemoteTruth {
                     remote_id: r,
                     answer,
+                    ..
                 } if r == remote_id => self.event_of(n, answer).map(|ev| (ev, i)),
                 _ => None,
             });
@@ -281,6 +282,20 @@ impl<'a> Facts<'a> {
                 } if r == remote_id => self.event_of(n, answer).map(|ev| (ev, i)),
                 _ => None,
             })
+    }
+
+    /// For a task a restart of the server forgot: the event of the terminal report it had
+    /// served before, which an engine that got it settled on (instead of the unknown task).
+    pub fn served_before_forgotten(&self, n: u32) -> Option<TaskEvent> {
+        let (remote_id, _) = self.remote.get(&n)?;
+        self.entries.iter().find_map(|e| match &e.event {
+            Event::RemoteTruth {
+                remote_id: r,
+                served_before: Some(answer),
+                ..
+            } if r == remote_id => self.event_of(n, answer).flatten(),
+            _ => None,
+        })
     }
 
     /// History index at which the store first reported `version` (or a later one) for a task.

@@ -56,9 +56,18 @@ impl RemoteTask {
     }
 }
 
+/// A remote task's truth at the end: (plan task number, remote id, answer, the terminal report
+/// served before a restart forgot it).
+pub type Truth = (u32, String, McpAnswer, Option<McpAnswer>);
+
 /// The server's state; shared with the world so settling can compare it with the store.
 pub struct McpState {
     tasks: BTreeMap<String, RemoteTask>,
+    /// Tasks a restart forgot: remote id → (plan task number of the creator, the terminal
+    /// report the server had served before it forgot the task, if it had).
+    forgotten: BTreeMap<String, (u32, Option<McpAnswer>)>,
+    /// Restarts (fault indexes) already applied.
+    restarts: std::collections::BTreeSet<usize>,
     rng: ChaCha8Rng,
     replies: std::sync::atomic::AtomicU64,
 }
@@ -68,6 +77,8 @@ impl McpState {
     pub fn new(seed: u64) -> Self {
         McpState {
             tasks: BTreeMap::new(),
+            forgotten: BTreeMap::new(),
+            restarts: Default::default(),
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6d63_7073),
             replies: Default::default(),
         }
@@ -79,15 +90,21 @@ impl McpState {
     }
 
     /// What a fault-free poll of every remote task would answer at `t_ms`: (plan task number
-    /// of its creator, remote id, answer), by remote id.
-    pub fn truths(&self, plan: &crate::plan::Plan, t_ms: u64) -> Vec<(u32, String, McpAnswer)> {
+    /// of its creator, remote id, answer, and for a task a restart forgot, the terminal report
+    /// served before — an engine that saw it stopped polling), by remote id.
+    pub fn truths(&self, plan: &crate::plan::Plan, t_ms: u64) -> Vec<Truth> {
         self.tasks
             .values()
             .filter_map(|task| {
                 let task_plan = plan.task(task.n)?;
                 let answer = report(task, task_plan, view_at(task, task_plan, t_ms));
-                Some((task.n, task.remote_id.clone(), answer))
+                Some((task.n, task.remote_id.clone(), answer, None))
             })
+            .chain(
+                self.forgotten
+                    .iter()
+                    .map(|(id, (n, before))| (*n, id.clone(), McpAnswer::Unknown, before.clone())),
+            )
             .collect()
     }
 }
@@ -314,13 +331,58 @@ pub async fn host(ctx: Arc<Ctx>, state: Arc<Mutex<McpState>>) -> turmoil::Result
     .await
 }
 
+/// Applies the restarts of the plan due by `t`: each forgets every task of the server's legacy
+/// side (a task whose cancel style rejects a cancel of a finished task).
+fn restart(ctx: &Ctx, st: &mut McpState, t: u64) {
+    let due: Vec<usize> = ctx
+        .active(t, |k| matches!(k, FaultKind::RemoteRestart).then_some(()))
+        .map(|(index, ())| index)
+        .filter(|index| !st.restarts.contains(index))
+        .collect();
+    for index in due {
+        st.restarts.insert(index);
+        let legacy: Vec<String> = st
+            .tasks
+            .values()
+            .filter(|task| {
+                ctx.plan
+                    .task(task.n)
+                    .is_some_and(|p| p.cancel_style == CancelStyle::RejectsWhenTerminal)
+            })
+            .map(|task| task.remote_id.clone())
+            .collect();
+        for remote_id in legacy {
+            let Some(task) = st.tasks.remove(&remote_id) else {
+                continue;
+            };
+            ctx.exercised("remote_restart_forgets", "mcp", Some(task_label(task.n)));
+            let before = ctx.plan.task(task.n).and_then(|plan| {
+                let view = view_at(&task, plan, t);
+                let served = task.served.last() == view.status().as_ref();
+                (view.is_terminal() && served).then(|| report(&task, plan, view))
+            });
+            st.forgotten.insert(remote_id, (task.n, before));
+        }
+    }
+}
+
 fn answer(ctx: &Ctx, state: &Mutex<McpState>, req: McpRequest) -> Reply<McpAnswer> {
     let t = now_ms();
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+    restart(ctx, &mut st, t);
     let served = match req {
         McpRequest::Submit { owner, input } => submit(ctx, &mut st, owner, &input, t)
             .map(|(id, a)| (id, RemoteOp::Submit, a))
             .ok_or_else(|| McpAnswer::Rejected("unknown job".into())),
+        McpRequest::Status { remote_id } if st.forgotten.contains_key(&remote_id) => {
+            Ok((remote_id, RemoteOp::Status, McpAnswer::Unknown))
+        }
+        McpRequest::Cancel { remote_id } if st.forgotten.contains_key(&remote_id) => {
+            Ok((remote_id, RemoteOp::Cancel, McpAnswer::Unknown))
+        }
+        McpRequest::Answer { remote_id, .. } if st.forgotten.contains_key(&remote_id) => {
+            Ok((remote_id, RemoteOp::Answer, McpAnswer::Unknown))
+        }
         McpRequest::Status { remote_id }
         | McpRequest::Cancel { remote_id }
         | McpRequest::Answer { remote_id, .. }
