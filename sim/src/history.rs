@@ -248,10 +248,10 @@ pub enum Event {
         remote_id: String,
         /// The answer.
         answer: McpAnswer,
-        /// For a task a restart forgot: the terminal report the server had served before (an
-        /// engine that got it stopped polling and settled on it).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        served_before: Option<Box<McpAnswer>>,
+        /// Whether a restart of the server forgot the task (an engine that had got a
+        /// terminal report before stopped polling and settled on it).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        forgotten: bool,
     },
     /// The remote server took an answer.
     RemoteAnswered {

@@ -117,11 +117,11 @@ fn record_truths(ctx: &Ctx, mcp: &Mutex<McpState>, elapsed: Duration) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .truths(&ctx.plan, t_ms);
-    for (n, remote_id, answer, served_before) in truths {
+    for (n, remote_id, answer, forgotten) in truths {
         let event = Event::RemoteTruth {
             remote_id,
             answer,
-            served_before: served_before.map(Box::new),
+            forgotten,
         };
         let at_us = elapsed.as_micros() as u64;
         ctx.history

@@ -435,7 +435,8 @@ fn unchanged_versions(f: &Facts<'_>, v: &mut Verdict) {
 
 /// Whether the remote state seen between history entries `from` and `to` could have changed
 /// the event away from `prompt` and back: a served report calling for another event (or none),
-/// or enough failed polls for tracking to degrade.
+/// enough failed polls for tracking to degrade, or, when `prompt` is already degraded, any
+/// failed poll (its error is part of the event).
 fn changed_between(
     f: &Facts<'_>,
     n: u32,
@@ -466,7 +467,10 @@ fn changed_between(
             _ => {}
         }
     }
-    failures >= tasklatch_core::policy::DEGRADED_AFTER
+    // A degraded event carries the last poll error: while degraded, any failed poll may change
+    // it (a connection error after a 503) and the next one change it back.
+    let degraded = prompt.contains("\"tracking_degraded\":true");
+    failures >= tasklatch_core::policy::DEGRADED_AFTER || (degraded && failures > 0)
 }
 
 fn status_in(prompt: &str) -> Option<&str> {

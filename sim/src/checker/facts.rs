@@ -284,18 +284,33 @@ impl<'a> Facts<'a> {
             })
     }
 
-    /// For a task a restart of the server forgot: the event of the terminal report it had
-    /// served before, which an engine that got it settled on (instead of the unknown task).
+    /// For a task a restart of the server forgot: the event of the last report the server
+    /// served before, if it is terminal (an engine that got it stopped polling and settled on
+    /// it).
     pub fn served_before_forgotten(&self, n: u32) -> Option<TaskEvent> {
         let (remote_id, _) = self.remote.get(&n)?;
-        self.entries.iter().find_map(|e| match &e.event {
+        let forgotten_at = self.entries.iter().position(|e| match &e.event {
             Event::RemoteTruth {
                 remote_id: r,
-                served_before: Some(answer),
+                forgotten,
                 ..
-            } if r == remote_id => self.event_of(n, answer).flatten(),
-            _ => None,
-        })
+            } => *forgotten && r == remote_id,
+            _ => false,
+        })?;
+        let last = self.entries[..forgotten_at]
+            .iter()
+            .rev()
+            .find_map(|e| match &e.event {
+                Event::RemoteServed {
+                    remote_id: r,
+                    answer,
+                    ..
+                } if r == remote_id && !matches!(answer, McpAnswer::Unknown) => {
+                    self.event_of(n, answer)
+                }
+                _ => None,
+            })??;
+        last.status.is_terminal().then_some(last)
     }
 
     /// History index at which the store first reported `version` (or a later one) for a task.

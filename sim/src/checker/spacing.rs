@@ -117,3 +117,102 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         *finished = terminal || *finished;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::checker::{check, Invariant};
+    use crate::fault::{Fault, FaultKind};
+    use crate::generate::{generate, Knobs};
+    use crate::history::{Entry, Event, RemoteOp};
+    use crate::wire::mcp::{McpAnswer, WireReport};
+
+    fn at(secs: u64, host: &str, event: Event) -> Entry {
+        Entry {
+            at_us: secs * 1_000_000,
+            host: host.into(),
+            task: None,
+            event,
+        }
+    }
+
+    fn working() -> McpAnswer {
+        McpAnswer::Report(WireReport {
+            task_id: "r1".into(),
+            status: "working".into(),
+            hint: None,
+            result: None,
+            artifact: None,
+            error: None,
+            input_request: None,
+        })
+    }
+
+    /// A stored task polled at 0 s, 30 s and 130 s, under `faults`: the live verdicts.
+    fn gap_verdicts(faults: Vec<Fault>) -> Vec<String> {
+        let mut plan = generate(0, &Knobs::default());
+        plan.faults = faults;
+        let n = plan.tasks[0].n;
+        let mut entries = vec![
+            at(
+                0,
+                "user",
+                Event::SubmitSent {
+                    n,
+                    task_id: "t1".into(),
+                },
+            ),
+            at(
+                0,
+                "mcp",
+                Event::RemoteCreated {
+                    n,
+                    remote_id: "r1".into(),
+                    driver_data: "d1".into(),
+                },
+            ),
+            at(
+                0,
+                "db",
+                Event::StoreInsert {
+                    task_id: "t1".into(),
+                    outcome: Ok(0),
+                    dropped: false,
+                },
+            ),
+        ];
+        for secs in [0, 30, 130] {
+            entries.push(at(
+                secs,
+                "mcp",
+                Event::RemoteServed {
+                    remote_id: "r1".into(),
+                    op: RemoteOp::Status,
+                    answer: working(),
+                    dropped: false,
+                },
+            ));
+        }
+        check(&plan, &entries)
+            .violations
+            .into_iter()
+            .filter(|v| v.invariant == Invariant::Live && v.detail.contains("heard nothing"))
+            .map(|v| v.detail)
+            .collect()
+    }
+
+    #[test]
+    fn a_gap_beyond_the_policy_bound_is_flagged_unless_faults_explain_it() {
+        let flagged = gap_verdicts(Vec::new());
+        assert_eq!(flagged.len(), 1, "{flagged:?}");
+        assert!(flagged[0].contains("for 100 s"), "{flagged:?}");
+        let crash = Fault {
+            at_ms: 40_000,
+            for_ms: 30_000,
+            kind: FaultKind::Crash { worker: 0 },
+        };
+        assert!(
+            gap_verdicts(vec![crash]).is_empty(),
+            "a crash explains 45 s more"
+        );
+    }
+}

@@ -56,16 +56,15 @@ impl RemoteTask {
     }
 }
 
-/// A remote task's truth at the end: (plan task number, remote id, answer, the terminal report
-/// served before a restart forgot it).
-pub type Truth = (u32, String, McpAnswer, Option<McpAnswer>);
+/// A remote task's truth at the end: (plan task number, remote id, answer, whether a restart
+/// forgot it).
+pub type Truth = (u32, String, McpAnswer, bool);
 
 /// The server's state; shared with the world so settling can compare it with the store.
 pub struct McpState {
     tasks: BTreeMap<String, RemoteTask>,
-    /// Tasks a restart forgot: remote id → (plan task number of the creator, the terminal
-    /// report the server had served before it forgot the task, if it had).
-    forgotten: BTreeMap<String, (u32, Option<McpAnswer>)>,
+    /// Tasks a restart forgot: remote id → plan task number of the creator.
+    forgotten: BTreeMap<String, u32>,
     /// Restarts (fault indexes) already applied.
     restarts: std::collections::BTreeSet<usize>,
     rng: ChaCha8Rng,
@@ -90,20 +89,19 @@ impl McpState {
     }
 
     /// What a fault-free poll of every remote task would answer at `t_ms`: (plan task number
-    /// of its creator, remote id, answer, and for a task a restart forgot, the terminal report
-    /// served before — an engine that saw it stopped polling), by remote id.
+    /// of its creator, remote id, answer, whether a restart forgot the task), by remote id.
     pub fn truths(&self, plan: &crate::plan::Plan, t_ms: u64) -> Vec<Truth> {
         self.tasks
             .values()
             .filter_map(|task| {
                 let task_plan = plan.task(task.n)?;
                 let answer = report(task, task_plan, view_at(task, task_plan, t_ms));
-                Some((task.n, task.remote_id.clone(), answer, None))
+                Some((task.n, task.remote_id.clone(), answer, false))
             })
             .chain(
                 self.forgotten
                     .iter()
-                    .map(|(id, (n, before))| (*n, id.clone(), McpAnswer::Unknown, before.clone())),
+                    .map(|(id, n)| (*n, id.clone(), McpAnswer::Unknown, true)),
             )
             .collect()
     }
@@ -356,12 +354,7 @@ fn restart(ctx: &Ctx, st: &mut McpState, t: u64) {
                 continue;
             };
             ctx.exercised("remote_restart_forgets", "mcp", Some(task_label(task.n)));
-            let before = ctx.plan.task(task.n).and_then(|plan| {
-                let view = view_at(&task, plan, t);
-                let served = task.served.last() == view.status().as_ref();
-                (view.is_terminal() && served).then(|| report(&task, plan, view))
-            });
-            st.forgotten.insert(remote_id, (task.n, before));
+            st.forgotten.insert(remote_id, task.n);
         }
     }
 }
