@@ -14,7 +14,7 @@ use tasklatch_sim::world::RunOptions;
 #[test]
 fn the_same_seed_shrinks_to_the_same_failing_plan() {
     let factory: BackendFactory = Arc::new(|_| Ok(Backend::memory(sim_policy())));
-    let mutant = Mutant::BusyCountedAsFailure;
+    let mutant = Mutant::FingerprintCheckSkipped;
     let opts = ShrinkOptions {
         max_runs: 60,
         threads: 2,
