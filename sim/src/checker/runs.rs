@@ -102,11 +102,9 @@ mod tests {
         }
     }
 
-    /// Run 1 is launched at 0 s and looked up still running at `seen` s by lane `worker-0/0`,
-    /// followed by `then`.
-    fn stuck_verdicts(seen: u64, then: Vec<Entry>) -> Vec<String> {
-        let plan = generate(0, &Knobs::default());
-        let mut entries = vec![
+    /// Run 1 launched at 0 s: the gateway's answer and lane `worker-0/0`'s port record.
+    fn launched_run_one() -> Vec<Entry> {
+        vec![
             at(
                 0,
                 "gateway",
@@ -131,16 +129,23 @@ mod tests {
                     outcome: "started:run-1".into(),
                 },
             ),
-            at(
-                seen,
-                "worker-0",
-                Event::PortLookup {
-                    lane: "worker-0/0".into(),
-                    run: "run-1".into(),
-                    outcome: "running".into(),
-                },
-            ),
-        ];
+        ]
+    }
+
+    /// Run 1 is launched at 0 s and looked up still running at `seen` s by lane `worker-0/0`,
+    /// followed by `then`.
+    fn stuck_verdicts(seen: u64, then: Vec<Entry>) -> Vec<String> {
+        let plan = generate(0, &Knobs::default());
+        let mut entries = launched_run_one();
+        entries.extend([at(
+            seen,
+            "worker-0",
+            Event::PortLookup {
+                lane: "worker-0/0".into(),
+                run: "run-1".into(),
+                outcome: "running".into(),
+            },
+        )]);
         entries.extend(then);
         check(&plan, &entries)
             .violations
@@ -212,34 +217,8 @@ mod tests {
     fn a_runs_age_counts_from_the_first_accepted_write_of_its_launch() {
         let relaunched = |accepted: bool| {
             let plan = generate(0, &Knobs::default());
-            let mut entries = vec![
-                at(
-                    0,
-                    "gateway",
-                    Event::LaunchServed {
-                        key: "task:t1:1:0".into(),
-                        owner: "o".into(),
-                        thread: "th".into(),
-                        prompt: "p".into(),
-                        answer: LaunchAnswer::Started {
-                            run: "run-1".into(),
-                        },
-                        created_run: Some("run-1".into()),
-                        dropped: false,
-                    },
-                ),
-                at(
-                    0,
-                    "worker-0",
-                    Event::PortLaunch {
-                        lane: "worker-0/0".into(),
-                        key: "task:t1:1:0".into(),
-                        outcome: "started:run-1".into(),
-                    },
-                ),
-                launched_write(19, false),
-                launched_write(24, accepted),
-            ];
+            let mut entries = launched_run_one();
+            entries.extend([launched_write(19, false), launched_write(24, accepted)]);
             entries.push(at(
                 60,
                 "worker-0",
