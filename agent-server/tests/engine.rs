@@ -53,6 +53,11 @@ impl Clock for WallClock {
             .map_or(0, |d| d.as_micros());
         Timestamp::from_micros(i64::try_from(micros).unwrap_or(i64::MAX))
     }
+
+    fn monotonic(&self) -> std::time::Duration {
+        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        ORIGIN.get_or_init(std::time::Instant::now).elapsed()
+    }
 }
 
 /// The remote tool server double. Stage 0: every poll fails (tracking degrades after three).

@@ -91,11 +91,15 @@ pub enum Mutant {
     /// The per-run context projection shows a task's name redacted but not neutralised: a
     /// name holding forged tags or boundary markers reaches the agent's model live.
     ContextNameNotNeutralised,
+    /// An external call's lease margin is checked on the wall clock only, not also on the
+    /// claimer's monotonic deadline: a clock that jumps back mid-pass makes a lease look
+    /// longer than it is, and a call starts after another worker may hold the row.
+    LeaseCheckWallClockOnly,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 32] = [
+    pub const ALL: [Mutant; 33] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -128,6 +132,7 @@ impl Mutant {
         Mutant::FailuresCarriedToNewerVersion,
         Mutant::PollBackoffUncapped,
         Mutant::ContextNameNotNeutralised,
+        Mutant::LeaseCheckWallClockOnly,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -169,6 +174,7 @@ impl Mutant {
             Mutant::FailuresCarriedToNewerVersion => "failures-carried-to-newer-version",
             Mutant::PollBackoffUncapped => "poll-backoff-uncapped",
             Mutant::ContextNameNotNeutralised => "context-name-not-neutralised",
+            Mutant::LeaseCheckWallClockOnly => "lease-check-wall-clock-only",
         }
     }
 

@@ -16,6 +16,11 @@ use std::future::Future;
 pub trait Clock: Send + Sync {
     /// The current time.
     fn now(&self) -> Timestamp;
+
+    /// Time elapsed since a fixed origin (the process's or the simulation's start) on a clock
+    /// that never jumps: steps of the wall clock behind [`Clock::now`] do not show in it. The
+    /// engine measures how much of a lease it has left on both.
+    fn monotonic(&self) -> std::time::Duration;
 }
 
 /// What the user asked to start on a remote server.

@@ -28,6 +28,16 @@ pub struct Ctx {
     fired: Mutex<BTreeSet<usize>>,
     exercised: Mutex<BTreeSet<(String, Option<String>)>>,
     user_done: AtomicBool,
+    clock_steps: Mutex<Vec<ClockStep>>,
+}
+
+/// A worker's wall clock stepped back `back_ms` from `from_ms` until `until_ms` (simulated).
+#[derive(Clone, Copy)]
+struct ClockStep {
+    worker: u32,
+    from_ms: u64,
+    until_ms: u64,
+    back_ms: u64,
 }
 
 impl Ctx {
@@ -41,6 +51,7 @@ impl Ctx {
             fired: Mutex::new(BTreeSet::new()),
             exercised: Mutex::new(BTreeSet::new()),
             user_done: AtomicBool::new(false),
+            clock_steps: Mutex::new(Vec::new()),
         }
     }
 
@@ -104,6 +115,31 @@ impl Ctx {
                 },
             );
         }
+    }
+
+    /// Steps `worker`'s wall clock back `back_ms` from `from_ms` until `until_ms`.
+    pub fn step_clock_back(&self, worker: u32, from_ms: u64, until_ms: u64, back_ms: u64) {
+        assert!(from_ms < until_ms, "a clock step must last");
+        self.clock_steps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(ClockStep {
+                worker,
+                from_ms,
+                until_ms,
+                back_ms,
+            });
+    }
+
+    /// How far `worker`'s wall clock is stepped back at `t_ms`, in milliseconds.
+    pub fn clock_stepped_back(&self, worker: u32, t_ms: u64) -> u64 {
+        self.clock_steps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|s| s.worker == worker && (s.from_ms..s.until_ms).contains(&t_ms))
+            .map(|s| s.back_ms)
+            .sum()
     }
 
     /// The user host finished its actions.

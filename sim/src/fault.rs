@@ -120,6 +120,11 @@ pub enum FaultKind {
         worker: u32,
         /// How long the lane stalls.
         pause_ms: u64,
+        /// When not 0, the worker's wall clock steps back this far as the pause begins and
+        /// stays back until 20 s after it ends (a VM frozen, then stepped by NTP): measured on
+        /// that clock the lane's lease looks longer than it is.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        clock_back_ms: u64,
     },
     /// The worker's clock is off by `skew_ms`.
     Skew {
@@ -334,9 +339,19 @@ impl FaultKind {
             FaultKind::Skew { worker, skew_ms } => {
                 format!("{}: {skew_ms:+} ms", worker_host(*worker))
             }
-            FaultKind::PauseAfterAnswer { worker, pause_ms } => {
-                format!("{}: {pause_ms} ms after an answer", worker_host(*worker))
-            }
+            FaultKind::PauseAfterAnswer {
+                worker,
+                pause_ms,
+                clock_back_ms: 0,
+            } => format!("{}: {pause_ms} ms after an answer", worker_host(*worker)),
+            FaultKind::PauseAfterAnswer {
+                worker,
+                pause_ms,
+                clock_back_ms,
+            } => format!(
+                "{}: {pause_ms} ms after an answer, its clock stepped back {clock_back_ms} ms",
+                worker_host(*worker)
+            ),
             FaultKind::SlowRuns { run_ms } => format!("gateway: runs take {run_ms} ms"),
             FaultKind::SlowRemote { delay_ms } => format!("mcp: {delay_ms} ms delay"),
             FaultKind::DoomedVersion { task, run_ms } => {
@@ -410,6 +425,15 @@ impl FaultKind {
             FaultKind::SlowRemote { delay_ms } if delay_ms >= 400 => Some(FaultKind::SlowRemote {
                 delay_ms: delay_ms / 2,
             }),
+            FaultKind::PauseAfterAnswer {
+                worker,
+                pause_ms,
+                clock_back_ms,
+            } if clock_back_ms > 0 => Some(FaultKind::PauseAfterAnswer {
+                worker,
+                pause_ms,
+                clock_back_ms: 0,
+            }),
             FaultKind::LoseReplies { .. }
             | FaultKind::Latency { .. }
             | FaultKind::Skew { .. }
@@ -470,6 +494,11 @@ impl FaultKind {
     }
 }
 
+/// Serde's test for a field left out when 0.
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,6 +513,7 @@ mod tests {
             FaultKind::PauseAfterAnswer {
                 worker: 1,
                 pause_ms: 16_000,
+                clock_back_ms: 20_000,
             },
             FaultKind::Partition {
                 worker: 1,

@@ -178,7 +178,9 @@ const ANSWER_PAUSE_STREAM: u64 = 0x616e_7370_6175_7365;
 
 /// On half the seeds, one or two workers each stall one lane just after the remote server took
 /// a user's answer — mostly past the lease, so the outcome write is fenced and a later poll
-/// claim finds an attempt without an outcome.
+/// claim finds an attempt without an outcome. Half of those pauses also step the worker's
+/// wall clock back by more than the pause: only the claimer's monotonic clock then shows the
+/// lease nearly spent when the lane resumes.
 fn pauses_after_answers(rng: &mut ChaCha8Rng, workers: u32) -> Vec<Fault> {
     if !rng.random_bool(0.5) {
         return Vec::new();
@@ -191,12 +193,18 @@ fn pauses_after_answers(rng: &mut ChaCha8Rng, workers: u32) -> Vec<Fault> {
             } else {
                 span(rng, 1_000, 8_000)
             };
+            let clock_back_ms = if rng.random_bool(0.5) {
+                pause_ms + span(rng, 1_000, 10_000)
+            } else {
+                0
+            };
             Fault {
                 at_ms,
                 for_ms: CHAOS_MS - at_ms,
                 kind: FaultKind::PauseAfterAnswer {
                     worker: rng.random_range(0..workers),
                     pause_ms,
+                    clock_back_ms,
                 },
             }
         })

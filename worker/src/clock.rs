@@ -4,7 +4,8 @@
 //! engines make receives its `now` from here, so workers on different hosts must keep their
 //! clocks in sync (NTP): the skew between them eats into `min_lease_left`.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tasklatch_core::ports::Clock;
 use tasklatch_core::time::Timestamp;
 
@@ -19,6 +20,12 @@ impl Clock for SystemClock {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_micros());
         Timestamp::from_micros(i64::try_from(micros).unwrap_or(i64::MAX))
+    }
+
+    /// Time since this process first asked, on the OS's monotonic clock.
+    fn monotonic(&self) -> Duration {
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        ORIGIN.get_or_init(Instant::now).elapsed()
     }
 }
 

@@ -21,6 +21,10 @@ impl Clock for Shifted {
     fn now(&self) -> Timestamp {
         Timestamp::from_micros(SystemClock.now().as_micros() + self.0 * 1_000)
     }
+
+    fn monotonic(&self) -> std::time::Duration {
+        SystemClock.monotonic()
+    }
 }
 
 const MAX: Duration = Duration::from_secs(2);

@@ -1,8 +1,9 @@
 //! Writing a loop's outcomes: one batch, with per-row isolation when the batch itself fails.
 
-use super::{Engine, LoopReport};
+use super::{Engine, LocalDeadline, LoopReport};
 use crate::ids::TaskId;
 use crate::lease::{Lease, LeaseKind};
+use crate::mutation::{self, Mutant};
 use crate::ports::{Clock, Driver, Launcher};
 use crate::store::{Release, Store, StoreError, WriteOutcome};
 use std::future::Future;
@@ -99,10 +100,14 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     }
 
     /// Whether an external call may start under `lease`: enough of it is left (see
-    /// [`crate::policy::Policy::min_lease_left`]) and the engine is not shutting down.
-    pub(super) fn may_call_out(&self, lease: &Lease) -> bool {
+    /// [`crate::policy::Policy::min_lease_left`]) by the wall clock and by the claimer's
+    /// monotonic `deadline`, and the engine is not shutting down.
+    pub(super) fn may_call_out(&self, lease: &Lease, deadline: LocalDeadline) -> bool {
+        let margin = self.policy.min_lease_left;
         !self.shutting_down()
-            && self.clock.now().plus(self.policy.min_lease_left) < lease.expires_at
+            && self.clock.now().plus(margin) < lease.expires_at
+            && (deadline.leaves(&self.clock, margin)
+                || mutation::active(Mutant::LeaseCheckWallClockOnly))
     }
 
     /// A release of `lease` due after the release backoff, or at once when shutting down.

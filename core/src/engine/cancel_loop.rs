@@ -3,7 +3,7 @@
 //! when the server only acknowledges the cancel (a non-terminal report), apply that report and
 //! let polling learn the end.
 
-use super::{Engine, LoopReport};
+use super::{Engine, LocalDeadline, LoopReport};
 use crate::lease::LeaseKind;
 use crate::policy::{bounded, CANCEL_BUDGET, MAX_STORED_ERROR};
 use crate::ports::{Clock, Driver, DriverError, Launcher};
@@ -21,10 +21,10 @@ enum CancelStep {
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     pub(super) async fn cancel_pass(&self) -> LoopReport {
         let mut report = LoopReport::default();
-        let claimed = self
+        let (claimed, deadline) = self
             .claim(LeaseKind::Cancel, self.policy.cancel_lease, &mut report)
             .await;
-        let steps = join_all(claimed.into_iter().map(|c| self.cancel_one(c))).await;
+        let steps = join_all(claimed.into_iter().map(|c| self.cancel_one(c, deadline))).await;
         let (mut writes, mut releases) = (Vec::new(), Vec::new());
         for step in steps {
             match step {
@@ -48,7 +48,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         report
     }
 
-    async fn cancel_one(&self, c: Claimed) -> CancelStep {
+    async fn cancel_one(&self, c: Claimed, deadline: LocalDeadline) -> CancelStep {
         let write = |action| {
             CancelStep::Write(Box::new(CancelWrite {
                 task_id: c.row.id().clone(),
@@ -60,7 +60,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             tracing::warn!(task = %c.row.id(), failures = c.row.cancel.failures, "cancel budget spent: cancel dead-lettered, polling resumes");
             return write(CancelAction::BudgetExhausted);
         }
-        if !self.may_call_out(&c.lease) {
+        if !self.may_call_out(&c.lease, deadline) {
             return CancelStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
         let handle = &c.row.identity.handle;

@@ -14,6 +14,7 @@ mod api;
 mod batch;
 mod cancel_loop;
 mod clock_check;
+mod local_deadline;
 mod notify_loop;
 mod poll_loop;
 mod submit;
@@ -29,6 +30,7 @@ use crate::ports::{Clock, Driver, Launcher};
 use crate::secret::RemoteHandle;
 use crate::store::{ClaimRequest, Claimed, Store};
 use crate::task::TaskRow;
+use local_deadline::LocalDeadline;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -175,15 +177,17 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
 
     /// Claims a batch for `kind`. The clock is checked against the store's again first, with
     /// no await between that check and the claim's `now`: a clock that jumped during the pass
-    /// (after the pass's own check) claims nothing either.
+    /// (after the pass's own check) claims nothing either. Returns the claims with the batch's
+    /// [`LocalDeadline`], measured from before the claim was sent.
     async fn claim(
         &self,
         kind: LeaseKind,
         lease_for: Duration,
         report: &mut LoopReport,
-    ) -> Vec<Claimed> {
+    ) -> (Vec<Claimed>, LocalDeadline) {
+        let deadline = LocalDeadline::after(&self.clock, lease_for);
         if !self.check_clock().await.allows_claims() {
-            return Vec::new();
+            return (Vec::new(), deadline);
         }
         let req = ClaimRequest {
             worker: self.worker.clone(),
@@ -194,12 +198,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         match self.store.claim(kind, req).await {
             Ok(claimed) => {
                 report.claimed = claimed.len();
-                claimed
+                (claimed, deadline)
             }
             Err(e) => {
                 tracing::debug!(loop_kind = kind.as_str(), error = %e, "claim failed");
                 report.store_errors += 1;
-                Vec::new()
+                (Vec::new(), deadline)
             }
         }
     }

@@ -1,7 +1,7 @@
 //! The notification loop (DOMAIN §3): claim undelivered work, check the failure budget, then
 //! launch a run for the frozen snapshot or look at the run already dispatched.
 
-use super::{Engine, LoopReport};
+use super::{Engine, LocalDeadline, LoopReport};
 use crate::ids::{RunId, TaskId};
 use crate::lease::LeaseKind;
 use crate::mutation::{self, Mutant};
@@ -22,10 +22,10 @@ enum NotifyStep {
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     pub(super) async fn notify_pass(&self) -> LoopReport {
         let mut report = LoopReport::default();
-        let claimed = self
+        let (claimed, deadline) = self
             .claim(LeaseKind::Notify, self.policy.notify_lease, &mut report)
             .await;
-        let steps = join_all(claimed.into_iter().map(|c| self.notify_one(c))).await;
+        let steps = join_all(claimed.into_iter().map(|c| self.notify_one(c, deadline))).await;
         let (mut writes, mut releases) = (Vec::new(), Vec::new());
         for step in steps {
             match step {
@@ -49,7 +49,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         report
     }
 
-    async fn notify_one(&self, c: Claimed) -> NotifyStep {
+    async fn notify_one(&self, c: Claimed, deadline: LocalDeadline) -> NotifyStep {
         let o = &c.row.outbox;
         let write = |action| {
             NotifyStep::Write(NotifyWrite {
@@ -65,7 +65,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             log_failure(c.row.id(), o, &NotifyAction::BudgetExhausted);
             return write(NotifyAction::BudgetExhausted);
         }
-        if !self.may_call_out(&c.lease) {
+        if !self.may_call_out(&c.lease, deadline) {
             return NotifyStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
         let action = if o.status == NotifyStatus::Dispatched {
@@ -78,7 +78,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             };
             match self.launcher.run_status(&c.row.identity.thread, run).await {
                 Ok(going @ (RunStatus::Pending | RunStatus::Running)) => {
-                    self.still_going(&c, run, going).await
+                    self.still_going(&c, deadline, run, going).await
                 }
                 Ok(RunStatus::Success) => NotifyAction::RunSucceeded,
                 Ok(failed) => {
@@ -118,7 +118,13 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// A dispatched run found still `going`: looked at again later while it is younger than
     /// `max_run_life`; past it, interrupted through the launcher and counted as a failed
     /// attempt (the next attempt launches under a new key once the thread is free).
-    async fn still_going(&self, c: &Claimed, run: &RunId, going: RunStatus) -> NotifyAction {
+    async fn still_going(
+        &self,
+        c: &Claimed,
+        deadline: LocalDeadline,
+        run: &RunId,
+        going: RunStatus,
+    ) -> NotifyAction {
         let Some(launched_at) = c.row.outbox.launched_at else {
             return NotifyAction::RunPending;
         };
@@ -128,7 +134,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         }
         // The lookup took a call of its own: the interrupt is a second one, and needs the margin
         // too (without it, the next claim interrupts).
-        if !self.may_call_out(&c.lease) {
+        if !self.may_call_out(&c.lease, deadline) {
             return NotifyAction::RunPending;
         }
         let thread = &c.row.identity.thread;

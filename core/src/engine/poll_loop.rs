@@ -6,7 +6,7 @@
 //! the task's tracking is reported degraded. Only if the store rejects that too is the lease
 //! released, at the release backoff.
 
-use super::{Engine, LoopReport};
+use super::{Engine, LocalDeadline, LoopReport};
 use crate::lease::LeaseKind;
 use crate::policy::{bounded, DEGRADED_AFTER, MAX_STORED_ERROR};
 use crate::ports::{Clock, Driver, DriverError, Launcher};
@@ -25,10 +25,10 @@ enum PollStep {
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     pub(super) async fn poll_pass(&self) -> LoopReport {
         let mut report = LoopReport::default();
-        let claimed = self
+        let (claimed, deadline) = self
             .claim(LeaseKind::Poll, self.policy.poll_lease, &mut report)
             .await;
-        let steps = join_all(claimed.iter().map(|c| self.poll_one(c))).await;
+        let steps = join_all(claimed.iter().map(|c| self.poll_one(c, deadline))).await;
         let (mut writes, mut releases) = (Vec::new(), Vec::new());
         for step in steps {
             match step {
@@ -73,14 +73,14 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         }
     }
 
-    async fn poll_one(&self, c: &Claimed) -> PollStep {
-        if !self.may_call_out(&c.lease) {
+    async fn poll_one(&self, c: &Claimed, deadline: LocalDeadline) -> PollStep {
+        if !self.may_call_out(&c.lease, deadline) {
             self.answer_not_sent(c).await;
             return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
         self.answer_step(c).await;
         // The answer took a call of its own: the poll is a second one, and needs the margin too.
-        if !self.may_call_out(&c.lease) {
+        if !self.may_call_out(&c.lease, deadline) {
             return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
         let handle = &c.row.identity.handle;

@@ -95,6 +95,12 @@ impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
         *lock(&self.0)
     }
+
+    /// The manual time itself: these tests move their clock forward only.
+    fn monotonic(&self) -> std::time::Duration {
+        let micros = lock(&self.0).as_micros();
+        std::time::Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+    }
 }
 
 /// Ids `tsk_0001`, `tsk_0002`, … in call order.

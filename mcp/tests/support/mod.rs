@@ -107,6 +107,11 @@ impl Clock for RealClock {
             .unwrap_or_default();
         Timestamp::from_micros(micros)
     }
+
+    fn monotonic(&self) -> std::time::Duration {
+        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        ORIGIN.get_or_init(std::time::Instant::now).elapsed()
+    }
 }
 
 /// An in-memory run ledger shared by the engine's launcher and the test.

@@ -11,6 +11,7 @@ mod fencing;
 mod injection;
 mod isolation;
 mod landing;
+mod lease_margin;
 mod orphans;
 mod runs;
 mod seal;
@@ -185,6 +186,7 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     let mut v = Verdict::default();
     delivery::check(&facts, &mut v);
     fencing::check(&facts, &mut v);
+    lease_margin::check(&facts, &mut v);
     isolation::check(&facts, &mut v);
     injection::check(&facts, &mut v);
     answers::check(&facts, &mut v);

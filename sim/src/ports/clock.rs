@@ -28,7 +28,14 @@ impl Clock for SimClock {
                 self.ctx.fire(index, &worker_host(worker));
                 skew += s;
             }
+            let back = self.ctx.clock_stepped_back(worker, t);
+            skew -= i64::try_from(back).unwrap_or(i64::MAX);
         }
         timestamp(elapsed, skew)
+    }
+
+    /// Simulated time since the run began: skew faults move the wall clock only.
+    fn monotonic(&self) -> std::time::Duration {
+        turmoil::sim_elapsed().unwrap_or_default()
     }
 }

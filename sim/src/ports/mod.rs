@@ -58,6 +58,9 @@ pub struct Caller {
     pub lane: Option<(u32, u32)>,
 }
 
+/// How long a clock stepped back during a pause-after-answer stays back once the pause ends.
+const CLOCK_STEP_OUTLASTS_PAUSE_MS: u64 = 20_000;
+
 impl Caller {
     /// The host part of the caller's name.
     pub fn host(&self) -> String {
@@ -88,23 +91,33 @@ impl Caller {
     }
 
     /// Stalls the lane if a pause-after-answer fault of its worker is due now (each happens
-    /// once). Called when the remote server took a user's answer, before the engine sees it.
+    /// once), stepping the worker's clock back first if the fault says so. Called when the
+    /// remote server took a user's answer, before the engine sees it.
     pub(super) async fn after_answer(&self) {
         let Some((worker, _)) = self.lane else {
             return;
         };
-        let due: Vec<(usize, u64)> = self
+        let t = now_ms();
+        let due: Vec<(usize, u64, u64)> = self
             .ctx
-            .active(now_ms(), |k| match k {
+            .active(t, |k| match k {
                 FaultKind::PauseAfterAnswer {
                     worker: w,
                     pause_ms,
-                } if *w == worker => Some(*pause_ms),
+                    clock_back_ms,
+                } if *w == worker => Some((*pause_ms, *clock_back_ms)),
                 _ => None,
             })
+            .map(|(i, (pause_ms, back_ms))| (i, pause_ms, back_ms))
             .collect();
-        for (index, pause_ms) in due {
+        for (index, pause_ms, back_ms) in due {
             if self.ctx.fire(index, &self.host()) {
+                if back_ms > 0 {
+                    let until_ms = t + pause_ms + CLOCK_STEP_OUTLASTS_PAUSE_MS;
+                    self.ctx.step_clock_back(worker, t, until_ms, back_ms);
+                    self.ctx
+                        .exercised("worker_clock_stepped_back", &self.host(), None);
+                }
                 tokio::time::sleep(Duration::from_millis(pause_ms)).await;
             }
         }
