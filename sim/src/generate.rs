@@ -176,13 +176,13 @@ const CANCEL_STREAM: u64 = 0x0063_616e_6365_6c73;
 /// Mixed into the seed for the pauses after answers ("anspause" in ASCII).
 const ANSWER_PAUSE_STREAM: u64 = 0x616e_7370_6175_7365;
 
-/// On half the seeds, one or two workers each stall one lane just after the remote server took
-/// a user's answer — mostly past the lease, so the outcome write is fenced and a later poll
-/// claim finds an attempt without an outcome. Half of those pauses also step the worker's
-/// wall clock back by more than the pause: only the claimer's monotonic clock then shows the
-/// lease nearly spent when the lane resumes.
+/// On seven seeds in ten, one or two workers each stall one lane just after the remote server
+/// took a user's answer — mostly past the lease, so the outcome write is fenced and a later
+/// poll claim finds an attempt without an outcome. Seven in ten of those pauses also step the
+/// worker's wall clock back by more than the pause: only the claimer's monotonic clock then
+/// shows the lease nearly spent when the lane resumes.
 fn pauses_after_answers(rng: &mut ChaCha8Rng, workers: u32) -> Vec<Fault> {
-    if !rng.random_bool(0.5) {
+    if !rng.random_bool(0.7) {
         return Vec::new();
     }
     (0..rng.random_range(1..=2))
@@ -193,7 +193,7 @@ fn pauses_after_answers(rng: &mut ChaCha8Rng, workers: u32) -> Vec<Fault> {
             } else {
                 span(rng, 1_000, 8_000)
             };
-            let clock_back_ms = if rng.random_bool(0.5) {
+            let clock_back_ms = if rng.random_bool(0.7) {
                 pause_ms + span(rng, 1_000, 10_000)
             } else {
                 0
@@ -399,7 +399,9 @@ fn cancel_styles(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<UserAction
 /// Answers to the questions scripts ask: for most asking steps the owner answers, some time
 /// after the step begins — before the engine has seen the question, while it asks, or after
 /// the script moved on; for some, another owner tries the victim's exact thread, task id and
-/// request id first.
+/// request id first; for some, the owner answers in the last seconds before the script moves
+/// on, so the engine forwards it under a request id the server no longer asks (a real server
+/// ignores such an answer without an error).
 fn answers(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], owners: u32) -> Vec<UserAction> {
     let mut out = Vec::new();
     for t in tasks {
@@ -423,17 +425,29 @@ fn answers(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], owners: u32) -> Vec<UserAct
                     by_owner: None,
                 });
             }
+            let moves_on = t.steps.iter().find(|s| s.after_ms > step.after_ms);
+            if let Some(next) = moves_on.filter(|_| rng.random_bool(0.35)) {
+                let moved_at = t.submit_at_ms + next.after_ms;
+                let at_ms = moved_at
+                    .saturating_sub(rng.random_range(0..3_000))
+                    .max(asked_at);
+                out.push(UserAction::Answer {
+                    task: t.n,
+                    at_ms: at_ms.min(LAST_MS - 1),
+                    by_owner: None,
+                });
+            }
         }
     }
     out
 }
 
-/// On half the seeds, an operator requeues dead letters: of tasks on a deleted thread some
+/// On four seeds in five, an operator requeues dead letters: of tasks on a deleted thread some
 /// time after the deletion (a thread-gone dead letter, which dead-letters again), and of a few
 /// tasks late in the run (budget dead letters under faults).
 fn requeues(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], user: &[UserAction]) -> Vec<UserAction> {
     let mut out = Vec::new();
-    if !rng.random_bool(0.5) {
+    if !rng.random_bool(0.8) {
         return out;
     }
     for a in user {
@@ -454,7 +468,7 @@ fn requeues(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], user: &[UserAction]) -> Ve
             }
         }
     }
-    for _ in 0..rng.random_range(1..=3) {
+    for _ in 0..rng.random_range(2..=4) {
         let t = &tasks[rng.random_range(0..tasks.len())];
         out.push(UserAction::Requeue {
             task: t.n,

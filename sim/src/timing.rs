@@ -61,6 +61,30 @@ pub fn sim_timeouts() -> Timeouts {
     }
 }
 
+/// Time a delivery may still need once the faults stop, over and above the chains
+/// [`settle_bound`] counts: tasks of one thread deliver one run at a time (a launch meets 409
+/// while the thread's run goes on), and a plan has at most 14 tasks.
+const SERIALISED_RUNS_SLACK: Duration = Duration::from_secs(60);
+
+/// How long after the faults stop the world must have settled, derived from `policy`: a lease
+/// abandoned at the heal expires and its row waits out the release backoff; the next poll is at
+/// most the longest scheduled delay away (the backoff cap or the `input_required` floor); every
+/// notification attempt of the failure budget may meet a run left stuck (found after
+/// `max_run_life` plus a run check) and wait out the longest retry backoff; every cancel
+/// attempt of its budget may wait the longest retry backoff too; and runs on one thread queue.
+/// Well under the fixed 600 s it replaces, and it grows with any policy term that is raised.
+pub fn settle_bound(policy: &Policy) -> Duration {
+    use tasklatch_core::policy::{CANCEL_BUDGET, FAILURE_BUDGET, INPUT_REQUIRED_FLOOR};
+    let poll_wait = policy.max_poll_backoff.max(INPUT_REQUIRED_FLOOR);
+    let notify_attempt = policy.max_run_life + policy.run_check_interval + policy.max_retry_backoff;
+    policy.poll_lease
+        + policy.release_backoff
+        + poll_wait
+        + notify_attempt * FAILURE_BUDGET
+        + policy.max_retry_backoff * CANCEL_BUDGET
+        + SERIALISED_RUNS_SLACK
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +103,16 @@ mod tests {
         let (p, t) = (sim_policy(), sim_timeouts());
         let longest = t.remote.max(t.launcher).max(t.store);
         assert!(longest + 2 * p.max_clock_skew < p.min_lease_left);
+    }
+
+    #[test]
+    fn the_settle_bound_follows_the_policy() {
+        let p = sim_policy();
+        assert_eq!(settle_bound(&p), Duration::from_secs(497));
+        let slower = Policy {
+            max_poll_backoff: Duration::from_secs(100),
+            ..p.clone()
+        };
+        assert_eq!(settle_bound(&slower), Duration::from_secs(537));
     }
 }

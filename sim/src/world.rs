@@ -22,7 +22,8 @@ use tasklatch_core::task::TaskRow;
 pub struct RunOptions {
     /// The simulation tick.
     pub tick: Duration,
-    /// After the chaos phase, how long everything may take to settle.
+    /// After the chaos phase, how long everything may take to settle
+    /// ([`crate::timing::settle_bound`] of the simulated policy by default).
     pub liveness: Duration,
 }
 
@@ -30,7 +31,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
             tick: Duration::from_millis(10),
-            liveness: Duration::from_secs(600),
+            liveness: crate::timing::settle_bound(&crate::timing::sim_policy()),
         }
     }
 }
