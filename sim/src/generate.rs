@@ -846,6 +846,32 @@ mod tests {
     }
 
     #[test]
+    fn some_seeds_have_a_task_the_server_cancels_and_no_faulted_task_is_one() {
+        let mut seeds = 0;
+        for seed in 0..200 {
+            let p = generate(seed, &Knobs::default());
+            let cancelled: Vec<&TaskPlan> = p
+                .tasks
+                .iter()
+                .filter(|t| t.steps.iter().any(|s| s.status == ScriptStatus::Cancelled))
+                .collect();
+            seeds += usize::from(!cancelled.is_empty());
+            for t in cancelled {
+                assert!(
+                    !p.faults.iter().any(|f| matches!(
+                        f.kind,
+                        FaultKind::RemoteDown { task } | FaultKind::DoomedVersion { task, .. }
+                            if task == t.n
+                    )),
+                    "seed {seed}: task {} has a fault and a self-cancel",
+                    t.n
+                );
+            }
+        }
+        assert!((40..=100).contains(&seeds), "{seeds} of 200 seeds");
+    }
+
+    #[test]
     fn knobs_fix_workers_and_tasks() {
         let p = generate(
             5,
