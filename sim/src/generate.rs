@@ -146,6 +146,9 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     // Hostile task names, from a stream of their own too.
     let mut naming = ChaCha8Rng::seed_from_u64(seed ^ NAME_STREAM);
     hostile_names(&mut naming, &mut tasks);
+    // Remote tasks the server cancels on its own, from a stream of their own too.
+    let mut self_cancelling = ChaCha8Rng::seed_from_u64(seed ^ SELF_CANCEL_STREAM);
+    user.extend(self_cancels(&mut self_cancelling, &mut tasks, &faults));
     Plan {
         seed,
         workers,
@@ -356,6 +359,64 @@ fn hostile_names(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) {
     }
 }
 
+/// Mixed into the seed for the tasks the server cancels on its own ("selfcncl" in ASCII).
+const SELF_CANCEL_STREAM: u64 = 0x7365_6c66_636e_636c;
+
+/// On three seeds in ten, the server cancels one or two tasks on its own, nobody having asked:
+/// the script ends `cancelled` 2 to 30 seconds after its last non-terminal step, in place of
+/// the end it had. Tasks a fault is about (an outage, a doomed version) keep their scripts.
+/// For some of them the owner cancels too, just after the server did, before the engine saw it.
+fn self_cancels(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan], faults: &[Fault]) -> Vec<UserAction> {
+    let mut out = Vec::new();
+    if !rng.random_bool(0.3) {
+        return out;
+    }
+    let faulted = |n: u32| {
+        faults.iter().any(|f| {
+            matches!(f.kind, FaultKind::RemoteDown { task } | FaultKind::DoomedVersion { task, .. } if task == n)
+        })
+    };
+    let candidates: Vec<usize> = (0..tasks.len()).filter(|&i| !faulted(tasks[i].n)).collect();
+    for _ in 0..rng.random_range(1..=2) {
+        let Some(&i) = candidates.choose(rng) else {
+            break;
+        };
+        let t = &mut tasks[i];
+        if t.steps
+            .last()
+            .is_some_and(|s| s.status == ScriptStatus::Cancelled)
+        {
+            continue;
+        }
+        let last_running = t
+            .steps
+            .iter()
+            .rfind(|s| !s.status.is_terminal())
+            .map_or(0, |s| s.after_ms);
+        let after_ms = last_running + rng.random_range(2_000..30_000);
+        let cancelled_at = t.submit_at_ms + after_ms;
+        if cancelled_at >= LAST_MS - 1 {
+            continue;
+        }
+        t.steps.retain(|s| !s.status.is_terminal());
+        t.steps.push(Step {
+            after_ms,
+            status: ScriptStatus::Cancelled,
+            text: None,
+        });
+        if rng.random_bool(0.4) {
+            out.push(UserAction::Cancel {
+                task: t.n,
+                at_ms: (cancelled_at + rng.random_range(100..3_000)).min(LAST_MS - 1),
+                repeats: rng.random_range(0..=1),
+                concurrent: false,
+                by_name: false,
+            });
+        }
+    }
+    out
+}
+
 /// How each task's server answers a cancel: most at once, some acknowledge (the task is
 /// cancelled seconds later), some are legacy servers that reject a cancel of a finished task.
 /// On most seeds a user cancels a legacy-server task just after its script ended — before the
@@ -375,10 +436,7 @@ fn cancel_styles(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<UserAction
         return out;
     }
     for t in tasks.iter_mut() {
-        let ended = t
-            .steps
-            .iter()
-            .find(|s| matches!(s.status, ScriptStatus::Completed | ScriptStatus::Failed));
+        let ended = t.steps.iter().find(|s| s.status.is_terminal());
         let Some(ended) = ended else { continue };
         let ended_at = t.submit_at_ms + ended.after_ms;
         if ended_at + 2_000 >= LAST_MS || !rng.random_bool(0.5) {
@@ -799,6 +857,32 @@ mod tests {
             generate(1, &Knobs::default()),
             generate(2, &Knobs::default())
         );
+    }
+
+    #[test]
+    fn some_seeds_have_a_task_the_server_cancels_and_no_faulted_task_is_one() {
+        let mut seeds = 0;
+        for seed in 0..200 {
+            let p = generate(seed, &Knobs::default());
+            let cancelled: Vec<&TaskPlan> = p
+                .tasks
+                .iter()
+                .filter(|t| t.steps.iter().any(|s| s.status == ScriptStatus::Cancelled))
+                .collect();
+            seeds += usize::from(!cancelled.is_empty());
+            for t in cancelled {
+                assert!(
+                    !p.faults.iter().any(|f| matches!(
+                        f.kind,
+                        FaultKind::RemoteDown { task } | FaultKind::DoomedVersion { task, .. }
+                            if task == t.n
+                    )),
+                    "seed {seed}: task {} has a fault and a self-cancel",
+                    t.n
+                );
+            }
+        }
+        assert!((40..=100).contains(&seeds), "{seeds} of 200 seeds");
     }
 
     #[test]

@@ -112,6 +112,19 @@ pub enum ScriptStatus {
     Completed,
     /// Failed.
     Failed,
+    /// Cancelled by the server itself, nobody having asked (a quota, an operator, a shutdown):
+    /// the report says `cancelled` and carries no text, like a cancel's.
+    Cancelled,
+}
+
+impl ScriptStatus {
+    /// Whether the script ends here (only a script's last step may be terminal).
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            ScriptStatus::Completed | ScriptStatus::Failed | ScriptStatus::Cancelled
+        )
+    }
 }
 
 /// Text a remote server sends: ordinary, or hostile in one of several ways.
@@ -306,8 +319,7 @@ impl Plan {
                 ));
             }
             for (j, s) in t.steps.iter().enumerate() {
-                let terminal = matches!(s.status, ScriptStatus::Completed | ScriptStatus::Failed);
-                if terminal && j + 1 != t.steps.len() {
+                if s.status.is_terminal() && j + 1 != t.steps.len() {
                     return Err(format!(
                         "field `tasks[{i}].steps[{j}]`: only the last step may be terminal"
                     ));

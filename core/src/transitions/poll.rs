@@ -63,7 +63,12 @@ pub fn on_report(
     let remote = row.remote.observe(&observed, at);
     let next_poll_at =
         next_poll_delay(remote.status, observed.poll_hint, policy).map(|d| at.plus(d));
-    let event = Event::build(&row.identity, &remote, None).map(Event::fingerprinted);
+    let unannounced = mutation::active(Mutant::UnrequestedCancelNotNotified)
+        && remote.status == RemoteStatus::Cancelled
+        && row.cancel.requested_at.is_none();
+    let event = Event::build(&row.identity, &remote, None)
+        .filter(|_| !unannounced)
+        .map(Event::fingerprinted);
     PollUpdate {
         remote,
         next_poll_at,

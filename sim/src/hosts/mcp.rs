@@ -141,7 +141,7 @@ impl View<'_> {
     /// Whether the remote task is finished for good.
     pub fn is_terminal(&self) -> bool {
         match self {
-            View::Scripted(s, _) => matches!(s, ScriptStatus::Completed | ScriptStatus::Failed),
+            View::Scripted(s, _) => s.is_terminal(),
             View::Asking { .. } => false,
             View::Cancelled | View::Quirk(_) => true,
         }
@@ -157,7 +157,7 @@ impl View<'_> {
             View::Scripted(ScriptStatus::Completed, _)
             | View::Quirk(QuirkKind::OversizedArtifact) => "completed",
             View::Scripted(ScriptStatus::Failed, _) => "failed",
-            View::Cancelled => "cancelled",
+            View::Scripted(ScriptStatus::Cancelled, _) | View::Cancelled => "cancelled",
             View::Quirk(QuirkKind::UnknownStatus) => "paused",
             View::Quirk(QuirkKind::UnknownTask) => return None,
             View::Quirk(
@@ -185,9 +185,10 @@ pub fn view_at<'a>(task: &RemoteTask, plan: &'a TaskPlan, t_ms: u64) -> View<'a>
     }
     if let Some(c) = task.cancelled_ms.filter(|c| *c <= t_ms) {
         let (_, status, text) = settled_at(c);
-        return match status {
-            ScriptStatus::Completed | ScriptStatus::Failed => View::Scripted(status, text),
-            _ => View::Cancelled,
+        return if status.is_terminal() {
+            View::Scripted(status, text)
+        } else {
+            View::Cancelled
         };
     }
     match scripted(plan, age) {
@@ -261,6 +262,7 @@ pub fn report(t: &RemoteTask, plan: &TaskPlan, view: View<'_>) -> McpAnswer {
                 ScriptStatus::Failed => {
                     r.error = text.or(Some(WireText::Utf8("remote failure".into())))
                 }
+                ScriptStatus::Cancelled => {}
             }
         }
         View::Asking { step, text } => {
@@ -283,6 +285,7 @@ pub fn report(t: &RemoteTask, plan: &TaskPlan, view: View<'_>) -> McpAnswer {
 /// The coverage names of a view's features.
 fn exercised_by(view: &View<'_>) -> Option<&'static str> {
     match view {
+        View::Scripted(ScriptStatus::Cancelled, _) => Some("remote_cancelled_itself"),
         View::Scripted(_, Some(c)) | View::Asking { text: Some(c), .. } => Some(match c {
             Content::Plain(_) => return None,
             Content::Oversized(_) => "hostile_oversized",
@@ -569,6 +572,9 @@ fn cancel(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {
     };
     let view = view_at(task, plan, t);
     let label = Some(task_label(task.n));
+    if matches!(view, View::Scripted(ScriptStatus::Cancelled, _)) {
+        ctx.exercised("cancel_after_remote_cancelled", "mcp", label.clone());
+    }
     match plan.cancel_style {
         CancelStyle::RejectsWhenTerminal
             if matches!(view, View::Scripted(..) | View::Cancelled) && view.is_terminal() =>
