@@ -95,11 +95,15 @@ pub enum Mutant {
     /// claimer's monotonic deadline: a clock that jumps back mid-pass makes a lease look
     /// longer than it is, and a call starts after another worker may hold the row.
     LeaseCheckWallClockOnly,
+    /// Clearing a degraded event (a good poll after failed ones) keeps its fingerprint, like a
+    /// "degraded" latch never reset on recovery: when the same task's polls fail again, the
+    /// second degradation has the first one's fingerprint and is never recorded.
+    SecondDegradationSuppressed,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 33] = [
+    pub const ALL: [Mutant; 34] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -133,6 +137,7 @@ impl Mutant {
         Mutant::PollBackoffUncapped,
         Mutant::ContextNameNotNeutralised,
         Mutant::LeaseCheckWallClockOnly,
+        Mutant::SecondDegradationSuppressed,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -175,6 +180,7 @@ impl Mutant {
             Mutant::PollBackoffUncapped => "poll-backoff-uncapped",
             Mutant::ContextNameNotNeutralised => "context-name-not-neutralised",
             Mutant::LeaseCheckWallClockOnly => "lease-check-wall-clock-only",
+            Mutant::SecondDegradationSuppressed => "second-degradation-suppressed",
         }
     }
 
