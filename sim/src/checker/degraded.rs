@@ -18,22 +18,28 @@
 use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::fault::{FaultKind, Service, Target};
-use crate::history::{Event, RemoteOp};
+use crate::history::{Event, LaunchAnswer, RemoteOp};
 use crate::timing::{sim_policy, PASS_INTERVAL};
 use crate::wire::mcp::McpAnswer;
 use std::time::Duration;
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::policy::DEGRADED_AFTER;
+use tasklatch_core::ports::RunStatus;
 
 /// Slack for call latency, store round trips and the notification pass's own calls.
 const SLACK: Duration = Duration::from_secs(8);
 
-/// How long an undisturbed engine may take from the degrading poll to a served launch: an
-/// older version's retry backoff to wait out (a newer version is frozen at the next claim),
-/// a run check, two passes and slack.
-pub fn delivery_window() -> Duration {
+/// How long an undisturbed engine may take from recording the degraded event to a served
+/// launch of it: a run check, two passes and slack — plus the retry backoff when an older
+/// version of the task may be waiting out a retry (a newer one is frozen at the next claim).
+pub fn delivery_window(older_retrying: bool) -> Duration {
     let p = sim_policy();
-    p.max_retry_backoff + p.run_check_interval + 2 * PASS_INTERVAL + SLACK
+    let retry = if older_retrying {
+        p.max_retry_backoff
+    } else {
+        Duration::ZERO
+    };
+    retry + p.run_check_interval + 2 * PASS_INTERVAL + SLACK
 }
 
 /// Whether a fault of this kind can keep a recorded event's launch from being served in time:
@@ -82,7 +88,6 @@ fn poll_applied(e: &Event, task_id: &str) -> bool {
 
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     let lease_us = sim_policy().notify_lease.as_micros() as u64;
-    let window_us = delivery_window().as_micros() as u64;
     let end = f.entries.len();
     for (&n, &task_id) in &f.task_ids {
         let Some(&(remote_id, _)) = f.remote.get(&n) else {
@@ -101,7 +106,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
             .collect();
         // The window plus, for each disturbance between `from` and `to`, its part inside and
         // a lease (a stalled holder's lease must expire first).
-        let allowed = |from: u64, to: u64| {
+        let allowed = |from: u64, to: u64, window_us: u64| {
             let extra: u64 = disturbances
                 .iter()
                 .filter(|(start, end)| *start < to && *end > from)
@@ -126,7 +131,8 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
             let degraded_us = f.entries[degraded_at].at_us;
             let cleared_us = f.entries.get(cleared).map_or(u64::MAX, |e| e.at_us);
             let cleared_us = cleared_us.min(f.entries.last().map_or(0, |e| e.at_us));
-            if cleared_us.saturating_sub(degraded_us) <= allowed(degraded_us, cleared_us)
+            let window_us = delivery_window(retrying(f, task_id, degraded_at)).as_micros() as u64;
+            if cleared_us.saturating_sub(degraded_us) <= allowed(degraded_us, cleared_us, window_us)
                 || excused(f, n, task_id, degraded_at, cleared_us)
             {
                 return;
@@ -217,4 +223,25 @@ fn excused(f: &Facts<'_>, n: u32, task_id: &str, degraded_at: usize, cleared_us:
             && r.end.is_none_or(|(end, _)| end > degraded_at)
     });
     cancelled || in_flight || f.thread_deleted(n)
+}
+
+/// Whether an older version of the task may be waiting out a retry at history index `at`: its
+/// last launch before then was not answered with a run that succeeded before then.
+fn retrying(f: &Facts<'_>, task_id: &str, at: usize) -> bool {
+    let Some(last) = f
+        .launches
+        .iter()
+        .filter(|l| l.task_id == task_id && l.entry < at)
+        .last()
+    else {
+        return false;
+    };
+    let succeeded = match last.answer {
+        LaunchAnswer::Started { run } => f
+            .runs
+            .get(run.as_str())
+            .is_some_and(|r| matches!(r.end, Some((end, RunStatus::Success)) if end < at)),
+        _ => false,
+    };
+    !succeeded
 }
