@@ -2,18 +2,23 @@
 //! failing, the conversation hears of it — each time, not only the first.
 //!
 //! An *episode* is a run of status polls of one remote task that the server answered with a
-//! transient error, back to back (a reply it dropped, or any other answer to a status poll or
-//! a cancel, ends the run: the engine may have taken it for a report). From the
-//! [`DEGRADED_AFTER`]th error on, an engine's tracking is degraded and its latest event is a
-//! degraded one. If the server then kept failing that task for [`delivery_window`] (plus
-//! whatever the faults active meanwhile may add), no later report could supersede the
-//! degraded event before it was sent: a launch whose prompt carries degraded tracking must be
-//! served after the episode began. A second degradation deduplicated against the first one (a
-//! latch not reset on recovery) shows here, and nowhere else: the task's final state is still
-//! delivered.
+//! transient error, back to back (anything else the server served about the task ends it: the
+//! engine may have taken it for a report). It is judged only when the engine's error count
+//! started from zero (the report before it reached a worker and was applied). The engine's
+//! tracking degrades at the store's [`DEGRADED_AFTER`]th accepted poll write of the episode
+//! (each of those polls failed). If the server then kept failing the task for the
+//! [`delivery_window`] plus whatever the disturbing faults meanwhile may add, no later report
+//! could supersede the degraded event before it was sent:
 //!
-//! Reads only what the world saw: the remote server's served answers, the gateway's served
-//! launches, the users' cancels and thread deletions, the runs' ends and the plan's faults.
+//! - a launch whose prompt carries degraded tracking was served after the episode began
+//!   (`lost` otherwise: a second degradation deduplicated against the first one, a latch not
+//!   reset on recovery, shows here and nowhere else, since the final state is still delivered);
+//! - from that deadline until the count may have been reset, no launch of the task carries
+//!   anything else (`ordered` otherwise: a stale event). An empty event is `noisy` anywhere.
+//!
+//! Reads only what the world saw: the remote server's served answers, the worker ports'
+//! unanswered calls, the store's accepted writes, the gateway's served launches, the users'
+//! cancels, requeues and thread deletions, the runs' ends and the plan's faults.
 
 use super::facts::Facts;
 use super::{Invariant, Verdict};
@@ -66,9 +71,9 @@ fn disturbs(kind: &FaultKind, n: u32) -> bool {
 struct Episode {
     /// History index of the first error.
     start: usize,
-    /// Whether the engine's error count started from zero: the report served last before the
-    /// first error was applied (the store accepted a poll write between them) and no poll
-    /// between them went unanswered.
+    /// Whether the engine's error count started from zero: the answer served last before the
+    /// first error was a report the worker got, it was applied (the store accepted the task's
+    /// row or a poll write between them) and no poll between them went unanswered.
     from_zero: bool,
 }
 
@@ -132,10 +137,28 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
             let cleared_us = f.entries.get(cleared).map_or(u64::MAX, |e| e.at_us);
             let cleared_us = cleared_us.min(f.entries.last().map_or(0, |e| e.at_us));
             let window_us = delivery_window(retrying(f, task_id, degraded_at)).as_micros() as u64;
-            if cleared_us.saturating_sub(degraded_us) <= allowed(degraded_us, cleared_us, window_us)
-                || excused(f, n, task_id, degraded_at, cleared_us)
-            {
+            let deadline_us = degraded_us + allowed(degraded_us, cleared_us, window_us);
+            if cleared_us <= deadline_us || excused(f, n, task_id, degraded_at, cleared_us) {
                 return;
+            }
+            // From the deadline until the count may have been reset, the latest event is the
+            // degraded one: a launch of anything else sends a stale event.
+            if let Some(stale) = f.launches.iter().find(|l| {
+                l.task_id == task_id
+                    && l.entry < cleared
+                    && f.entries[l.entry].at_us > deadline_us
+                    && !l.prompt.contains("\"tracking_degraded\":true")
+            }) {
+                v.push(
+                    Invariant::Ordered,
+                    f.label(task_id),
+                    Some(stale.entry),
+                    format!(
+                        "a launch of version {} while tracking was degraded carries a stale \
+                         event without the degraded tracking",
+                        stale.version
+                    ),
+                );
             }
             let notified = f.launches.iter().any(|l| {
                 l.task_id == task_id
@@ -157,9 +180,11 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
             }
         };
         let mut episode: Option<Episode> = None;
-        // Since the last answer that was not an error: whether a poll write was accepted, and
-        // whether a poll went unanswered.
-        let mut applied = true;
+        // The last answer that was not an error: whether it was a report the worker got (a
+        // dropped one ends its poll as a failure); since then, whether a poll write was
+        // accepted, and whether a poll went unanswered.
+        let mut reported = false;
+        let mut applied = false;
         let mut unanswered = false;
         for (i, e) in f.entries.iter().enumerate() {
             match &e.event {
@@ -178,12 +203,15 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
                     if failed {
                         episode.get_or_insert(Episode {
                             start: i,
-                            from_zero: applied && !unanswered,
+                            from_zero: reported && applied && !unanswered,
                         });
                     } else {
                         if let Some(ep) = episode.take() {
                             judge(ep, i);
                         }
+                        reported = !*dropped
+                            && matches!(op, RemoteOp::Status | RemoteOp::Submit)
+                            && matches!(answer, McpAnswer::Report(_) | McpAnswer::Created { .. });
                         applied = false;
                         unanswered = false;
                     }
@@ -209,8 +237,9 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     }
 }
 
-/// Whether something the world saw excuses a missing degraded notification: the owner asked
-/// to cancel the task (polls are no longer applied), its thread was deleted, or a run of the
+/// Whether something the world saw excuses a missing or stale degraded notification: the
+/// owner asked to cancel the task (polls are no longer applied), an operator requeued it (on
+/// purpose, an older event), its thread was deleted, or a run of the
 /// task launched before the degradation had not ended when it came (the new version waits
 /// for it).
 fn excused(f: &Facts<'_>, n: u32, task_id: &str, degraded_at: usize, cleared_us: u64) -> bool {
@@ -222,7 +251,11 @@ fn excused(f: &Facts<'_>, n: u32, task_id: &str, degraded_at: usize, cleared_us:
             && r.created < degraded_at
             && r.end.is_none_or(|(end, _)| end > degraded_at)
     });
-    cancelled || in_flight || f.thread_deleted(n)
+    let requeued = f.entries.iter().any(|e| {
+        e.at_us <= cleared_us
+            && matches!(&e.event, Event::StoreRequeue { task_id: t, .. } if t == task_id)
+    });
+    cancelled || in_flight || requeued || f.thread_deleted(n)
 }
 
 /// Whether an older version of the task may be waiting out a retry at history index `at`: its
@@ -231,8 +264,8 @@ fn retrying(f: &Facts<'_>, task_id: &str, at: usize) -> bool {
     let Some(last) = f
         .launches
         .iter()
-        .filter(|l| l.task_id == task_id && l.entry < at)
-        .last()
+        .rev()
+        .find(|l| l.task_id == task_id && l.entry < at)
     else {
         return false;
     };
