@@ -301,7 +301,7 @@ const TWICE_DOWN_LATEST_SUBMIT_MS: u64 = 30_000;
 /// Mixed into the seed for the long second outages ("degrade" in ASCII).
 const DEGRADE_STREAM: u64 = 0x0064_6567_7261_6465;
 
-/// On half the seeds whose task's shard goes down twice, the second outage lasts up to the
+/// On most seeds (85 %) whose task's shard goes down twice, the second outage lasts up to the
 /// heal (three quarters of a minute to over a minute and a half): long after tracking degrades
 /// again, so the second degradation must be notified whatever the faults meanwhile delay (the
 /// checker's `degraded` rule). Start times stay as drawn; the task's completion is seen after
@@ -313,7 +313,7 @@ fn long_second_outage(rng: &mut ChaCha8Rng, faults: &mut [Fault]) {
     let (Some(_), Some(second), None) = (downs.next(), downs.next(), downs.next()) else {
         return;
     };
-    if rng.random_bool(0.5) {
+    if rng.random_bool(0.85) {
         second.for_ms = CHAOS_MS.saturating_sub(second.at_ms).max(second.for_ms);
     }
 }
