@@ -99,11 +99,15 @@ pub enum Mutant {
     /// a cancel only ever came from the user (and its own path told them): the server's own
     /// cancel ends the task unannounced.
     UnrequestedCancelNotNotified,
+    /// Clearing a degraded event (a good poll after failed ones) keeps its fingerprint, like a
+    /// "degraded" latch never reset on recovery: when the same task's polls fail again, the
+    /// second degradation has the first one's fingerprint and is never recorded.
+    SecondDegradationSuppressed,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 34] = [
+    pub const ALL: [Mutant; 35] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -138,6 +142,7 @@ impl Mutant {
         Mutant::ContextNameNotNeutralised,
         Mutant::LeaseCheckWallClockOnly,
         Mutant::UnrequestedCancelNotNotified,
+        Mutant::SecondDegradationSuppressed,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -181,6 +186,7 @@ impl Mutant {
             Mutant::ContextNameNotNeutralised => "context-name-not-neutralised",
             Mutant::LeaseCheckWallClockOnly => "lease-check-wall-clock-only",
             Mutant::UnrequestedCancelNotNotified => "unrequested-cancel-not-notified",
+            Mutant::SecondDegradationSuppressed => "second-degradation-suppressed",
         }
     }
 

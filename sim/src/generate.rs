@@ -136,6 +136,10 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     let mut outages = ChaCha8Rng::seed_from_u64(seed ^ OUTAGE_STREAM);
     faults.extend(task_outages(&mut outages, &mut tasks));
     faults.sort_by_key(|f| f.at_ms);
+    // And, when it goes down twice, a second outage that may last up to the heal, from a
+    // stream of its own.
+    let mut degrading = ChaCha8Rng::seed_from_u64(seed ^ DEGRADE_STREAM);
+    long_second_outage(&mut degrading, &mut faults);
     // And a doomed notification meeting a newer state, from a stream of its own too.
     let mut dooming = ChaCha8Rng::seed_from_u64(seed ^ DOOM_STREAM);
     if let Some((fault, cancel)) = doomed_version(&mut dooming, &mut tasks) {
@@ -296,6 +300,26 @@ fn task_outages(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<Fault> {
 /// The latest submit of a task whose shard goes down twice: both outages and the recovery
 /// between them fit before its script ends.
 const TWICE_DOWN_LATEST_SUBMIT_MS: u64 = 30_000;
+
+/// Mixed into the seed for the long second outages ("degrade" in ASCII).
+const DEGRADE_STREAM: u64 = 0x0064_6567_7261_6465;
+
+/// On most seeds (85 %) whose task's shard goes down twice, the second outage lasts up to the
+/// heal (three quarters of a minute to over a minute and a half): long after tracking degrades
+/// again, so the second degradation must be notified whatever the faults meanwhile delay (the
+/// checker's `degraded` rule). Start times stay as drawn; the task's completion is seen after
+/// the heal.
+fn long_second_outage(rng: &mut ChaCha8Rng, faults: &mut [Fault]) {
+    let mut downs = faults
+        .iter_mut()
+        .filter(|f| matches!(f.kind, FaultKind::RemoteDown { .. }));
+    let (Some(_), Some(second), None) = (downs.next(), downs.next(), downs.next()) else {
+        return;
+    };
+    if rng.random_bool(0.85) {
+        second.for_ms = CHAOS_MS.saturating_sub(second.at_ms).max(second.for_ms);
+    }
+}
 
 /// Mixed into the seed for the doomed notification versions ("doomed" in ASCII).
 const DOOM_STREAM: u64 = 0x0000_646f_6f6d_6564;

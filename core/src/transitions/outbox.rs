@@ -37,7 +37,14 @@ pub fn record_event(o: &mut Outbox, new: Option<(Event, Fingerprint)>, now: Time
 
 fn record(o: &mut Outbox, new: Option<(Event, Fingerprint)>, now: Timestamp) -> Recorded {
     let Some((event, fp)) = new else {
-        o.fingerprint = None;
+        // (A kept fingerprint without an event is the latch a cleared degradation left.)
+        let latched = o
+            .event
+            .as_ref()
+            .map_or(o.fingerprint.is_some(), |e| e.tracking_degraded);
+        if !(latched && mutation::active(Mutant::SecondDegradationSuppressed)) {
+            o.fingerprint = None;
+        }
         o.event = None;
         if !o.status.in_flight() && o.has_undelivered() {
             drop_undelivered(o);

@@ -5,6 +5,7 @@
 //! history entry involved.
 
 mod answers;
+mod degraded;
 mod delivery;
 mod facts;
 mod fencing;
@@ -194,5 +195,6 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     landing::check(&facts, &mut v);
     orphans::check(&facts, &mut v);
     spacing::check(&facts, &mut v);
+    degraded::check(&facts, &mut v);
     v
 }
