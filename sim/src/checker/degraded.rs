@@ -20,6 +20,7 @@
 //! unanswered calls, the store's accepted writes, the gateway's served launches, the users'
 //! cancels, requeues and thread deletions, the runs' ends and the plan's faults.
 
+use super::disturbances::Disturbances;
 use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::fault::{FaultKind, Service, Target};
@@ -102,23 +103,10 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         if !f.inserted.contains(task_id) || f.holders.get(remote_id).is_some_and(|h| h.len() > 1) {
             continue;
         }
-        let disturbances: Vec<(u64, u64)> = f
-            .plan
-            .faults
-            .iter()
-            .filter(|fault| disturbs(&fault.kind, n))
-            .map(|fault| (fault.at_ms * 1_000, (fault.at_ms + fault.for_ms) * 1_000))
-            .collect();
+        let disturbances = Disturbances::of(f, lease_us, |kind| disturbs(kind, n));
         // The window plus, for each disturbance between `from` and `to`, its part inside and
         // a lease (a stalled holder's lease must expire first).
-        let allowed = |from: u64, to: u64, window_us: u64| {
-            let extra: u64 = disturbances
-                .iter()
-                .filter(|(start, end)| *start < to && *end > from)
-                .map(|(start, end)| end.min(&to) - start.max(&from) + lease_us)
-                .sum();
-            window_us + extra
-        };
+        let allowed = |from: u64, to: u64, window_us: u64| window_us + disturbances.extra(from, to);
         // Judges the episode that ended at history index `cleared` (an answer that may have
         // reset the count, or the end of the history).
         let mut judge = |ep: Episode, cleared: usize| {

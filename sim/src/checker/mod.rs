@@ -7,6 +7,7 @@
 mod answers;
 mod degraded;
 mod delivery;
+mod disturbances;
 mod facts;
 mod fencing;
 mod injection;
@@ -197,4 +198,20 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     spacing::check(&facts, &mut v);
     degraded::check(&facts, &mut v);
     v
+}
+
+/// What the checker's unit tests share.
+#[cfg(test)]
+mod test_support {
+    use crate::history::{Entry, Event};
+
+    /// An entry of `host` at `secs` into the run, about no task.
+    pub(super) fn at(secs: u64, host: &str, event: Event) -> Entry {
+        Entry {
+            at_us: secs * 1_000_000,
+            host: host.into(),
+            task: None,
+            event,
+        }
+    }
 }

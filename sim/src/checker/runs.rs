@@ -87,20 +87,12 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
 
 #[cfg(test)]
 mod tests {
+    use crate::checker::test_support::at;
     use crate::checker::{check, Invariant};
     use crate::generate::{generate, Knobs};
     use crate::history::{Entry, Event, LaunchAnswer, RowWrite};
     use tasklatch_core::lease::{LeaseKind, Refusal};
     use tasklatch_core::status::NotifyStatus;
-
-    fn at(secs: u64, host: &str, event: Event) -> Entry {
-        Entry {
-            at_us: secs * 1_000_000,
-            host: host.into(),
-            task: None,
-            event,
-        }
-    }
 
     /// Run 1 launched at 0 s: the gateway's answer and lane `worker-0/0`'s port record.
     fn launched_run_one() -> Vec<Entry> {

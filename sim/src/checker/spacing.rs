@@ -12,6 +12,7 @@
 //! server's last report calls for a terminal event the engine stops polling, and the tail
 //! after the last call is never judged: the run ends when it settles.
 
+use super::disturbances::Disturbances;
 use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::fault::{FaultKind, Service, Target};
@@ -54,21 +55,8 @@ fn disturbs_polling(kind: &FaultKind) -> bool {
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     let lease_us = sim_policy().poll_lease.as_micros() as u64;
     let base_us = max_poll_gap().as_micros() as u64;
-    let disturbances: Vec<(u64, u64)> = f
-        .plan
-        .faults
-        .iter()
-        .filter(|fault| disturbs_polling(&fault.kind))
-        .map(|fault| (fault.at_ms * 1_000, (fault.at_ms + fault.for_ms) * 1_000))
-        .collect();
-    let allowed = |from: u64, to: u64| {
-        let extra: u64 = disturbances
-            .iter()
-            .filter(|(start, end)| *start < to && *end > from)
-            .map(|(start, end)| end.min(&to) - start.max(&from) + lease_us)
-            .sum();
-        base_us + extra
-    };
+    let disturbances = Disturbances::of(f, lease_us, disturbs_polling);
+    let allowed = |from: u64, to: u64| base_us + disturbances.extra(from, to);
     // Per stored task: when the server last took a call about it, and whether its last report
     // calls for a terminal event.
     let mut last: BTreeMap<u32, (Option<u64>, bool)> = BTreeMap::new();
@@ -120,20 +108,12 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
 
 #[cfg(test)]
 mod tests {
+    use crate::checker::test_support::at;
     use crate::checker::{check, Invariant};
     use crate::fault::{Fault, FaultKind};
     use crate::generate::{generate, Knobs};
-    use crate::history::{Entry, Event, RemoteOp};
+    use crate::history::{Event, RemoteOp};
     use crate::wire::mcp::{McpAnswer, WireReport};
-
-    fn at(secs: u64, host: &str, event: Event) -> Entry {
-        Entry {
-            at_us: secs * 1_000_000,
-            host: host.into(),
-            task: None,
-            event,
-        }
-    }
 
     fn working() -> McpAnswer {
         McpAnswer::Report(WireReport {
