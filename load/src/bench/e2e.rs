@@ -1,10 +1,11 @@
 //! Part 1, end to end: N tasks whose remote state turns terminal at their next poll; W engines
 //! (core `Engine`, the real `PgStore`, the real `PgLedger` behind `LedgerLauncher`, a runtime
 //! that ends runs at once) run until every event is delivered. Events per second = N / wall
-//! time; commits per event from `pg_stat_database`.
+//! time; commits per event from `pg_stat_database`, row versions per event from
+//! `pg_stat_user_tables`.
 
-use super::server::commits;
-use super::{BenchConfig, BenchError, BenchReport, Rig};
+use super::server::settled_counts;
+use super::{BenchConfig, BenchError, BenchReport, PhaseWrites, Rig};
 use crate::bulk::{insert_rows, Mix};
 use crate::doubles::done::DoneDriver;
 use crate::doubles::runtime::{AgentRuntime, RuntimeFaults};
@@ -58,7 +59,7 @@ pub(super) async fn run(
     seed_rows(rig, config).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let runtime = spawn_runtime(rig, &stop);
-    let commits_before = commits(&rig.admin).await?;
+    let before = settled_counts(&rig.admin).await?;
     let t0 = Instant::now();
     let workers = spawn_engines(rig, config, &stop);
     let waited = wait_delivered(rig, n, t0).await;
@@ -69,13 +70,15 @@ pub(super) async fn run(
         let _ = w.await;
     }
     runtime.abort();
-    let commits_after = commits(&rig.admin).await?;
+    let after = settled_counts(&rig.admin).await?;
     report.e2e_events = n;
     report.e2e_events_per_s = n as f64 / report.e2e_time.as_secs_f64();
-    report.e2e_commits_per_event = (commits_after - commits_before) as f64 / n as f64;
+    report.e2e_writes = PhaseWrites::between(before, after, n);
     progress(&format!(
-        "end to end: {:.0} events/s",
-        report.e2e_events_per_s
+        "end to end: {:.0} events/s, {:.2} task-row versions per event ({:.0}% HOT)",
+        report.e2e_events_per_s,
+        report.e2e_writes.task_versions_per_event(),
+        report.e2e_writes.task_hot_percent()
     ));
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! Part 2, the SQL floor, same database, same batch size: the end-to-end rows made pending
 //! again, then W workers do nothing but the notification claim and the completing write.
 
-use super::server::commits;
-use super::{claim_req, BenchConfig, BenchError, BenchReport, Rig};
+use super::server::settled_counts;
+use super::{claim_req, BenchConfig, BenchError, BenchReport, PhaseWrites, Rig};
 use crate::clock::ScaledClock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,7 +32,7 @@ pub(super) async fn run(
     sqlx::query("VACUUM ANALYZE tasks")
         .execute(&rig.admin)
         .await?;
-    let commits_before = commits(&rig.admin).await?;
+    let before = settled_counts(&rig.admin).await?;
     let t0 = Instant::now();
     let done = Arc::new(AtomicU64::new(0));
     let floor: Vec<_> = (0..config.workers)
@@ -47,8 +47,8 @@ pub(super) async fn run(
     let floor_time = t0.elapsed();
     let floor_done = done.load(Ordering::Relaxed).max(1);
     report.floor_events_per_s = floor_done as f64 / floor_time.as_secs_f64();
-    report.floor_commits_per_event =
-        (commits(&rig.admin).await? - commits_before) as f64 / floor_done as f64;
+    let after = settled_counts(&rig.admin).await?;
+    report.floor_writes = PhaseWrites::between(before, after, floor_done);
     progress(&format!(
         "SQL floor: {:.0} events/s (ratio {:.2})",
         report.floor_events_per_s,

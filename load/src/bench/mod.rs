@@ -16,7 +16,8 @@
 //!
 //! Durability is the server's own (`fsync`, `synchronous_commit` are reported). Commits per
 //! event are measured from `pg_stat_database`: every committed transaction of the bench
-//! database, read-only ones (run lookups, empty claims) included.
+//! database, read-only ones (run lookups, empty claims) included; row versions per event from
+//! `pg_stat_user_tables` (updates of `tasks` and `runs`, and how many of them were HOT).
 
 mod e2e;
 mod floor;
@@ -26,7 +27,8 @@ mod server;
 mod snapshot;
 pub mod wakeup;
 
-pub use report::{BenchReport, Latency};
+pub use report::{BenchReport, Latency, PhaseWrites};
+pub use server::RowWrites;
 
 use crate::clock::ScaledClock;
 use sqlx::PgPool;
@@ -104,6 +106,7 @@ pub fn bench_policy(batch: usize) -> Policy {
         notify_lease: Duration::from_secs(30),
         cancel_lease: Duration::from_secs(30),
         run_check_interval: Duration::from_millis(50),
+        run_confirm_wait: Duration::from_millis(160),
         retry_base: Duration::from_millis(100),
         max_retry_backoff: Duration::from_secs(5),
         release_backoff: Duration::from_millis(100),

@@ -1,5 +1,6 @@
 //! The bench's results: a short summary for the terminal and a Markdown report.
 
+use super::server::{Counts, RowWrites};
 use super::Coalescing;
 use std::time::Duration;
 use tasklatch_core::lease::LeaseKind;
@@ -21,6 +22,68 @@ pub struct Latency {
     pub rows_per_claim: f64,
 }
 
+/// What one throughput phase wrote, per delivered event.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseWrites {
+    /// Events delivered in the phase.
+    pub events: u64,
+    /// Committed transactions of the bench database, read-only ones included.
+    pub commits: i64,
+    /// Row versions written to `tasks`.
+    pub tasks: RowWrites,
+    /// Row versions written to `runs` (the run ledger).
+    pub runs: RowWrites,
+}
+
+impl PhaseWrites {
+    /// The counts between `before` and `after`, for `events` events.
+    pub(super) fn between(before: Counts, after: Counts, events: u64) -> PhaseWrites {
+        PhaseWrites {
+            events,
+            commits: after.commits - before.commits,
+            tasks: after.tasks.since(before.tasks),
+            runs: after.runs.since(before.runs),
+        }
+    }
+
+    fn per_event(&self, count: i64) -> f64 {
+        if self.events == 0 {
+            0.0
+        } else {
+            count as f64 / self.events as f64
+        }
+    }
+
+    /// Commits per event.
+    pub fn commits_per_event(&self) -> f64 {
+        self.per_event(self.commits)
+    }
+
+    /// Task-row versions (updates) per event.
+    pub fn task_versions_per_event(&self) -> f64 {
+        self.per_event(self.tasks.updates)
+    }
+
+    /// Heap-only task-row updates per event.
+    pub fn task_hot_per_event(&self) -> f64 {
+        self.per_event(self.tasks.hot)
+    }
+
+    /// The share of task-row updates that were heap-only, in percent.
+    pub fn task_hot_percent(&self) -> f64 {
+        if self.tasks.updates > 0 {
+            100.0 * self.tasks.hot as f64 / self.tasks.updates as f64
+        } else {
+            0.0
+        }
+    }
+
+    /// Run-ledger row versions (updates) per event.
+    pub fn run_versions_per_event(&self) -> f64 {
+        self.per_event(self.runs.updates)
+    }
+}
+
 /// The results.
 #[derive(Clone, Debug, Default)]
 pub struct BenchReport {
@@ -30,12 +93,12 @@ pub struct BenchReport {
     pub e2e_time: Duration,
     /// Events per second end to end.
     pub e2e_events_per_s: f64,
-    /// Committed transactions per delivered event (store, ledger and runtime together).
-    pub e2e_commits_per_event: f64,
+    /// What the end-to-end run wrote (store, ledger and runtime together).
+    pub e2e_writes: PhaseWrites,
     /// Events per second through the bare claim + complete cycle.
     pub floor_events_per_s: f64,
-    /// Commits per event in the floor.
-    pub floor_commits_per_event: f64,
+    /// What the floor wrote.
+    pub floor_writes: PhaseWrites,
     /// Claim latencies at the million-row table.
     pub latency: Vec<Latency>,
     /// `EXPLAIN (ANALYZE, BUFFERS)` of each claim at the million-row table.
@@ -87,18 +150,19 @@ impl BenchReport {
     /// Short summary lines for the terminal.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "end to end: {:.0} events/s ({} events in {:.2}s, {:.2} commits/event)\n\
+            "end to end: {:.0} events/s ({} events in {:.2}s)\n\
              ledger:     {}\n\
-             SQL floor:  {:.0} events/s (claim + complete, {:.3} commits/event)\n\
-             ratio:      {:.2}\n",
+             SQL floor:  {:.0} events/s (claim + complete)\n\
+             ratio:      {:.2}\n\
+             per event:  end to end {}; floor {}\n",
             self.e2e_events_per_s,
             self.e2e_events,
             self.e2e_time.as_secs_f64(),
-            self.e2e_commits_per_event,
             self.ledger_mode(),
             self.floor_events_per_s,
-            self.floor_commits_per_event,
-            self.ratio()
+            self.ratio(),
+            writes_line(&self.e2e_writes),
+            writes_line(&self.floor_writes),
         );
         for l in &self.latency {
             s.push_str(&format!(
@@ -167,19 +231,33 @@ impl BenchReport {
              | end to end | **{:.0} events/s** ({} events in {:.2} s) |\n\
              | run ledger, end to end | {} |\n\
              | SQL floor (claim + complete, same batch) | {:.0} events/s |\n\
-             | ratio end to end / floor | {:.2} |\n\
-             | commits per event, end to end | {:.2} |\n\
-             | commits per event, floor | {:.3} |\n\n\
-             Commits: every transaction the bench database committed (`pg_stat_database`), \
-             read-only ones included.\n",
+             | ratio end to end / floor | {:.2} |\n\n\
+             Per delivered event:\n\n\
+             | phase | task-row versions | of them HOT | run-row versions | commits |\n\
+             |---|---|---|---|---|\n\
+             | end to end | {:.2} | {:.2} ({:.0}%) | {:.2} | {:.3} |\n\
+             | floor | {:.2} | {:.2} ({:.0}%) | {:.2} | {:.3} |\n\n\
+             Row versions: updates of `tasks` and of the run ledger's `runs` \
+             (`pg_stat_user_tables`: `n_tup_upd`, `n_tup_hot_upd`); commits: every transaction \
+             the bench database committed (`pg_stat_database`), read-only ones included. Both \
+             read {} s after the phase, when every backend has reported its counts.\n",
             self.e2e_events_per_s,
             self.e2e_events,
             self.e2e_time.as_secs_f64(),
             self.ledger_mode(),
             self.floor_events_per_s,
             self.ratio(),
-            self.e2e_commits_per_event,
-            self.floor_commits_per_event,
+            self.e2e_writes.task_versions_per_event(),
+            self.e2e_writes.task_hot_per_event(),
+            self.e2e_writes.task_hot_percent(),
+            self.e2e_writes.run_versions_per_event(),
+            self.e2e_writes.commits_per_event(),
+            self.floor_writes.task_versions_per_event(),
+            self.floor_writes.task_hot_per_event(),
+            self.floor_writes.task_hot_percent(),
+            self.floor_writes.run_versions_per_event(),
+            self.floor_writes.commits_per_event(),
+            super::server::STATS_SETTLE.as_secs(),
         ));
     }
 
@@ -230,6 +308,17 @@ impl BenchReport {
             0.0
         }
     }
+}
+
+/// One phase's writes per event, for the terminal.
+fn writes_line(w: &PhaseWrites) -> String {
+    format!(
+        "{:.2} task-row versions ({:.0}% HOT), {:.2} run-row versions, {:.3} commits",
+        w.task_versions_per_event(),
+        w.task_hot_percent(),
+        w.run_versions_per_event(),
+        w.commits_per_event()
+    )
 }
 
 /// A duration in milliseconds.
