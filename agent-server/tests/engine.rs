@@ -58,6 +58,10 @@ impl Clock for WallClock {
         static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
         ORIGIN.get_or_init(std::time::Instant::now).elapsed()
     }
+
+    async fn sleep(&self, d: std::time::Duration) {
+        tokio::time::sleep(d).await;
+    }
 }
 
 /// The remote tool server double. Stage 0: every poll fails (tracking degrades after three).
@@ -141,6 +145,7 @@ fn policy() -> Policy {
         notify_lease: Duration::from_secs(30),
         cancel_lease: Duration::from_secs(30),
         run_check_interval: Duration::from_millis(100),
+        run_confirm_wait: Duration::from_millis(400),
         retry_base: Duration::from_millis(100),
         max_retry_backoff: Duration::from_secs(1),
         release_backoff: Duration::from_millis(100),

@@ -13,7 +13,7 @@ use crate::status::{CancelStatus, NotifyStatus};
 use crate::store::*;
 use crate::task::TaskRow;
 use crate::time::Timestamp;
-use crate::transitions::outbox::Requeued;
+use crate::transitions::outbox::{Recorded, Requeued};
 use crate::transitions::{answer, cancel, guard, outbox, poll, retention, submit};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -177,6 +177,35 @@ impl Store for MemStore {
                 Ok(Written::of(row, Some(recorded)))
             },
         ))
+    }
+
+    async fn apply_polls_and_claim(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+        hand_off: HandOff,
+    ) -> Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError> {
+        let claim = hand_off.as_claim();
+        let mut claimed = Vec::new();
+        let outcomes = self.write_each(
+            writes,
+            |w| &w.task_id,
+            |row, w| {
+                guard::poll_apply(row, &w.lease, w.completed_at)?;
+                let recorded = poll::apply(row, w.update, now);
+                let opened = matches!(recorded, Recorded::NewVersion(_))
+                    && row.outbox.status == NotifyStatus::Pending;
+                if opened && claimable(LeaseKind::Notify, row, claim.now) {
+                    let lease = take_lease(LeaseKind::Notify, row, &claim);
+                    claimed.push(Claimed {
+                        row: row.clone(),
+                        lease,
+                    });
+                }
+                Ok(Written::of(row, Some(recorded)))
+            },
+        );
+        Ok((outcomes, claimed))
     }
 
     async fn finish_notifications(

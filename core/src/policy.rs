@@ -58,6 +58,11 @@ pub struct Policy {
     pub cancel_lease: Duration,
     /// How long to wait before looking at a dispatched run again, and after a busy thread (409).
     pub run_check_interval: Duration,
+    /// How long the claim that launched a run waits for the run to end (a few lookups, spread
+    /// over the wait) before writing it `dispatched`: a run that ends within it has its outcome
+    /// written once, with no `dispatched` write and no later lookup claim. Zero: never wait.
+    /// The whole notification pass waits with its slowest row, so keep it short.
+    pub run_confirm_wait: Duration,
     /// Base of the delivery and cancel backoff (`base × 2^failures`, capped).
     pub retry_base: Duration,
     /// Upper bound of the delivery and cancel backoff.
@@ -92,6 +97,7 @@ impl Default for Policy {
             notify_lease: Duration::from_secs(60),
             cancel_lease: Duration::from_secs(60),
             run_check_interval: Duration::from_secs(10),
+            run_confirm_wait: Duration::from_secs(1),
             retry_base: Duration::from_secs(5),
             max_retry_backoff: Duration::from_secs(15 * 60),
             release_backoff: Duration::from_secs(5),

@@ -21,6 +21,11 @@ pub trait Clock: Send + Sync {
     /// that never jumps: steps of the wall clock behind [`Clock::now`] do not show in it. The
     /// engine measures how much of a lease it has left on both.
     fn monotonic(&self) -> std::time::Duration;
+
+    /// Waits `d` on this clock: real time for a wall clock, simulated time in the simulation.
+    /// The engine's only wait is the bounded one for a run launched in the same claim
+    /// ([`crate::policy::Policy::run_confirm_wait`]).
+    fn sleep(&self, d: std::time::Duration) -> impl Future<Output = ()> + Send;
 }
 
 /// What the user asked to start on a remote server.

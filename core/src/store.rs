@@ -57,6 +57,30 @@ pub struct ClaimRequest {
     pub limit: usize,
 }
 
+/// The notification claim a poll write makes when it opens the channel
+/// ([`Store::apply_polls_and_claim`]): the lease's owner and length, as in a [`ClaimRequest`].
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct HandOff {
+    /// The claimer, recorded as the notification lease's owner.
+    pub worker: WorkerId,
+    /// The claimer's current time.
+    pub now: Timestamp,
+    /// How long the notification leases last from `now`.
+    pub lease_for: Duration,
+}
+
+impl HandOff {
+    /// The claim request the hand-off stands for (one row at a time).
+    pub fn as_claim(&self) -> ClaimRequest {
+        ClaimRequest {
+            worker: self.worker.clone(),
+            now: self.now,
+            lease_for: self.lease_for,
+            limit: 1,
+        }
+    }
+}
+
 /// A claimed row with the lease that guards writes about it.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct Claimed {
@@ -302,6 +326,20 @@ pub trait Store: Send + Sync {
         writes: Vec<PollWrite>,
         now: Timestamp,
     ) -> impl Future<Output = Result<Vec<WriteOutcome>, StoreError>> + Send;
+
+    /// [`Store::apply_polls`], and in the same write the notification claim of every accepted
+    /// row whose new event version opened the channel (nothing was in flight: the row became
+    /// `pending`, due at `now`) and whose notification lease is free at `hand_off.now`: a
+    /// fresh notification lease for `hand_off.worker` and the snapshot frozen, exactly as
+    /// [`Store::claim`] of loop `Notify` would have done a moment later — one row version
+    /// instead of two. Returns the outcomes in batch order (each row's outbox after both
+    /// writes) and the rows so claimed, in batch order. Atomic for the batch.
+    fn apply_polls_and_claim(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+        hand_off: HandOff,
+    ) -> impl Future<Output = Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError>> + Send;
 
     /// Applies notification steps ([`crate::transitions::outbox::apply_action`]), each guarded
     /// by its notification lease at `now` and its dispatch version. Releases each lease.

@@ -790,7 +790,8 @@ async fn a_batch_the_store_rejects_is_written_row_by_row_and_the_poisoned_row_re
     w.store.poison(&a);
     let pass = e.run_once().await;
     assert_eq!((pass.notify.applied, pass.notify.released), (1, 1));
-    assert_eq!(w.row(&b).await.outbox.status, NotifyStatus::Dispatched);
+    // b's run ended at once, so the claim that launched it saw it end and wrote that.
+    assert_eq!(w.row(&b).await.outbox.status, NotifyStatus::Delivered);
     let ra = w.row(&a).await;
     assert_eq!(ra.outbox.failures, 1, "an unexpected error is counted");
     assert_eq!(ra.outbox.lease, None);
@@ -994,4 +995,36 @@ async fn an_unconfirmed_answer_is_never_resent() {
     );
     let again = e.answer(&scope(), answer_req(&id, "teal please")).await;
     assert_eq!(again, Ok(AnswerOutcome::AlreadyAnswered(id)));
+}
+
+#[tokio::test]
+async fn a_run_that_ends_within_the_confirm_wait_is_written_once_and_a_longer_one_dispatched() {
+    let w = World::with_thread().await;
+    let e = w.engine("w1");
+    let quick = w
+        .submit(&e, "q", "rt-q", Some(completed("rt-q", "1")))
+        .await;
+    w.launcher.finish_new_runs([RunStatus::Success]);
+    w.launcher.finish_every_new_run(None);
+    let slow = w
+        .submit(&e, "s", "rt-s", Some(completed("rt-s", "2")))
+        .await;
+    let pass = e.run_once().await;
+    assert_eq!((pass.notify.claimed, pass.notify.applied), (2, 2));
+    let (q, s) = (w.row(&quick).await, w.row(&slow).await);
+    assert_eq!(
+        q.outbox.status,
+        NotifyStatus::Delivered,
+        "one write: no dispatched"
+    );
+    assert_eq!(q.outbox.launched_at, None, "never written dispatched");
+    assert_eq!(s.outbox.status, NotifyStatus::Dispatched);
+    let slow_run = s.outbox.run_id.clone().expect("the slow run is recorded");
+    let looked: Vec<_> = w.launcher.lookups();
+    assert_eq!(
+        looked.iter().filter(|r| **r == slow_run).count(),
+        5,
+        "the wait looks at a running run a bounded number of times"
+    );
+    assert_eq!(w.launcher.starts().len(), 2);
 }

@@ -45,6 +45,8 @@ fn policy() -> Policy {
         poll_interval: secs(5),
         max_poll_backoff: secs(60),
         run_check_interval: secs(2),
+        // the model launches into `dispatched`; the in-claim confirmation has its own tests
+        run_confirm_wait: secs(0),
         retry_base: secs(1),
         max_retry_backoff: secs(4),
         release_backoff: secs(1),

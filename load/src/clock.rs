@@ -42,4 +42,9 @@ impl Clock for ScaledClock {
         let (start, _, speed) = &*self.inner;
         start.elapsed() * *speed
     }
+
+    /// `d` of virtual time: `d / speed` of real time.
+    async fn sleep(&self, d: Duration) {
+        tokio::time::sleep(self.real(d)).await;
+    }
 }

@@ -138,7 +138,35 @@ impl PgStore {
     where
         F: Fn(&[usize]) -> PgQuery + Send + Sync,
     {
+        let (outcomes, _) = self.write_rounds_claiming(n, plan, build, false).await?;
+        Ok(outcomes)
+    }
+
+    /// [`PgStore::write_rounds`]; with `hand_off`, also the rows whose outcome says the write
+    /// claimed their notification (`handed_off`, the whole row returned), in batch order.
+    async fn write_rounds_claiming<F>(
+        &self,
+        n: usize,
+        plan: Vec<Vec<usize>>,
+        build: F,
+        hand_off: bool,
+    ) -> Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError>
+    where
+        F: Fn(&[usize]) -> PgQuery + Send + Sync,
+    {
         let mut out: Vec<Option<WriteOutcome>> = vec![None; n];
+        let mut claimed: Vec<(usize, Claimed)> = Vec::new();
+        let mut take = |rows: &[PgRow], round: &[usize]| -> Result<(), StoreError> {
+            place(rows, round, &mut out)?;
+            if hand_off {
+                for (row, &pos) in rows.iter().zip(round) {
+                    if col::<Option<bool>>(row, "handed_off")? == Some(true) {
+                        claimed.push((pos, self.claimed(row, LeaseKind::Notify)?));
+                    }
+                }
+            }
+            Ok(())
+        };
         match plan.as_slice() {
             [] => {}
             [only] => {
@@ -146,7 +174,7 @@ impl PgStore {
                     .fetch_all(&self.inner.pool)
                     .await
                     .map_err(store_error)?;
-                place(&rows, only, &mut out)?;
+                take(&rows, only)?;
             }
             rounds => {
                 let mut tx = self.inner.pool.begin().await.map_err(store_error)?;
@@ -155,14 +183,76 @@ impl PgStore {
                         .fetch_all(&mut *tx)
                         .await
                         .map_err(store_error)?;
-                    place(&rows, round, &mut out)?;
+                    take(&rows, round)?;
                 }
                 tx.commit().await.map_err(store_error)?;
             }
         }
-        out.into_iter()
+        let outcomes = out
+            .into_iter()
             .map(|o| o.ok_or_else(|| StoreError::Unavailable("a write got no outcome".into())))
-            .collect()
+            .collect::<Result<Vec<_>, _>>()?;
+        claimed.sort_by_key(|(pos, _)| *pos);
+        Ok((outcomes, claimed.into_iter().map(|(_, c)| c).collect()))
+    }
+
+    /// Applies poll results with `apply_polls.sql`, handing off the notifications they open
+    /// when `hand_off` says to whom.
+    async fn polls_applied(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+        hand_off: Option<HandOff>,
+    ) -> Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError> {
+        let plan = rounds(writes.iter().map(|w| &w.task_id));
+        let sql = self.inner.writes.apply_polls;
+        let owner = hand_off.as_ref().map(|h| storable(h.worker.as_str()));
+        let expires = hand_off
+            .as_ref()
+            .map(|h| h.now.plus(h.lease_for).as_micros());
+        let claim_now = hand_off.as_ref().map(|h| h.now.as_micros());
+        let claiming = hand_off.is_some();
+        self.write_rounds_claiming(
+            writes.len(),
+            plan,
+            |round| {
+                let (ids, owners, tokens) = lease_arrays(
+                    round
+                        .iter()
+                        .map(|&i| (&writes[i].task_id, &writes[i].lease)),
+                );
+                let at: Vec<i64> = round
+                    .iter()
+                    .map(|&i| writes[i].completed_at.as_micros())
+                    .collect();
+                let mut u = UpdateArrays::default();
+                for &i in round {
+                    u.push(Some(&writes[i].update));
+                }
+                let q = sqlx::query(sql)
+                    .bind(ids)
+                    .bind(owners)
+                    .bind(tokens)
+                    .bind(at);
+                u.bind(q)
+                    .bind(now.as_micros())
+                    .bind(owner.clone())
+                    .bind(expires)
+                    .bind(claim_now)
+            },
+            claiming,
+        )
+        .await
+    }
+
+    /// A row just claimed for loop `kind`, with its lease.
+    fn claimed(&self, r: &PgRow, kind: LeaseKind) -> Result<Claimed, StoreError> {
+        let row = self.decoded(r)?;
+        let lease = row
+            .lease(kind)
+            .cloned()
+            .ok_or_else(|| StoreError::Unavailable("claimed row has no lease".into()))?;
+        Ok(Claimed { row, lease })
     }
 }
 
@@ -493,16 +583,7 @@ impl Store for PgStore {
             .fetch_all(&self.inner.pool)
             .await
             .map_err(store_error)?;
-        rows.iter()
-            .map(|r| {
-                let row = self.decoded(r)?;
-                let lease = row
-                    .lease(kind)
-                    .cloned()
-                    .ok_or_else(|| StoreError::Unavailable("claimed row has no lease".into()))?;
-                Ok(Claimed { row, lease })
-            })
-            .collect()
+        rows.iter().map(|r| self.claimed(r, kind)).collect()
     }
 
     /// One statement per batch: each row is locked, checked by `guard::poll_apply` in SQL
@@ -516,30 +597,19 @@ impl Store for PgStore {
         writes: Vec<PollWrite>,
         now: Timestamp,
     ) -> Result<Vec<WriteOutcome>, StoreError> {
-        let plan = rounds(writes.iter().map(|w| &w.task_id));
-        let sql = self.inner.writes.apply_polls;
-        self.write_rounds(writes.len(), plan, |round| {
-            let (ids, owners, tokens) = lease_arrays(
-                round
-                    .iter()
-                    .map(|&i| (&writes[i].task_id, &writes[i].lease)),
-            );
-            let at: Vec<i64> = round
-                .iter()
-                .map(|&i| writes[i].completed_at.as_micros())
-                .collect();
-            let mut u = UpdateArrays::default();
-            for &i in round {
-                u.push(Some(&writes[i].update));
-            }
-            let q = sqlx::query(sql)
-                .bind(ids)
-                .bind(owners)
-                .bind(tokens)
-                .bind(at);
-            u.bind(q).bind(now.as_micros())
-        })
-        .await
+        let (outcomes, _) = self.polls_applied(writes, now, None).await?;
+        Ok(outcomes)
+    }
+
+    /// `apply_polls.sql` with its hand-off: the same statement, with the hand-off's lease
+    /// owner, expiry and time bound (see the SQL). One row version per written row.
+    async fn apply_polls_and_claim(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+        hand_off: HandOff,
+    ) -> Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError> {
+        self.polls_applied(writes, now, Some(hand_off)).await
     }
 
     /// One statement per batch: each row is locked and checked by `guard::notify_write` in SQL

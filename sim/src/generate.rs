@@ -764,7 +764,7 @@ fn fault(rng: &mut ChaCha8Rng, family: Family, workers: u32, lanes: u32) -> Faul
             (for_ms, FaultKind::Latency { max_ms })
         }
         Family::Skew => skew(rng, worker),
-        Family::GatewayBusy => (span(rng, 5_000, 30_000), FaultKind::GatewayBusy),
+        Family::GatewayBusy => (span(rng, 10_000, 60_000), FaultKind::GatewayBusy),
         Family::GatewayErrors => {
             let for_ms = span(rng, 5_000, 30_000);
             let after_commit = rng.random_bool(0.5);

@@ -42,6 +42,7 @@ pub fn sim_policy() -> Policy {
         notify_lease: Duration::from_millis(LEASE_MS),
         cancel_lease: Duration::from_millis(LEASE_MS),
         run_check_interval: Duration::from_secs(2),
+        run_confirm_wait: Duration::from_millis(1_600),
         retry_base: Duration::from_secs(2),
         max_retry_backoff: Duration::from_secs(20),
         release_backoff: Duration::from_secs(2),

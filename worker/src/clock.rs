@@ -27,6 +27,10 @@ impl Clock for SystemClock {
         static ORIGIN: OnceLock<Instant> = OnceLock::new();
         ORIGIN.get_or_init(Instant::now).elapsed()
     }
+
+    async fn sleep(&self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //! bounded, redacted errors the engine stores and shows anyway (DOMAIN §4, §8).
 //!
 //! **Notification latency** is measured from the moment a notification became due to the
-//! moment the write recording its accepted launch is made: the claim's row carries its
+//! moment the write recording its accepted launch is made (`dispatched`, or the run's end when
+//! the claim that launched it saw it end): the claim's row carries its
 //! `due_at`, the launch's write comes back through here with `now`. For a new event recorded
 //! while no dispatch is in flight, `due_at` is the moment it was recorded, so this is "event
 //! recorded → run started". For a version recorded during another dispatch it counts from the
@@ -24,8 +25,8 @@ use tasklatch_core::policy::{bounded, MAX_BATCH, MAX_SHOWN_ERROR};
 use tasklatch_core::status::NotifyStatus;
 use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
-    ClaimRequest, Claimed, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest, Pruned,
-    Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
+    ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest,
+    Pruned, Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -114,6 +115,16 @@ impl<S> Metered<S> {
             return;
         }
         let (m, task, v) = (&self.metrics, &w.task_id, w.dispatch_version);
+        // A run's end written by a claim that was not dispatched: the run was launched and
+        // confirmed in that claim, so the write records its start too.
+        let confirmed_in_claim = matches!(
+            w.action,
+            NotifyAction::RunSucceeded | NotifyAction::RunFailed(_)
+        ) && due.is_some();
+        if confirmed_in_claim {
+            m.run_started(due.map(|d| now.since(d)));
+            tracing::debug!(task = %task, version = v, "run started and ended within its claim");
+        }
         match &w.action {
             NotifyAction::Launched(run) => {
                 m.run_started(due.map(|d| now.since(d)));
@@ -241,6 +252,27 @@ impl<S: Store> Store for Metered<S> {
             for (w, o) in writes.iter().zip(outcomes) {
                 self.poll_written(w, o);
             }
+        }
+        r
+    }
+
+    async fn apply_polls_and_claim(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+        hand_off: HandOff,
+    ) -> Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError> {
+        let r = self
+            .inner
+            .apply_polls_and_claim(writes.clone(), now, hand_off)
+            .await;
+        self.failed("apply_polls_and_claim", &r);
+        if let Ok((outcomes, claimed)) = &r {
+            for (w, o) in writes.iter().zip(outcomes) {
+                self.poll_written(w, o);
+            }
+            self.metrics.claimed(LeaseKind::Notify, claimed.len());
+            self.remember_due(claimed);
         }
         r
     }

@@ -25,6 +25,10 @@ impl Clock for Shifted {
     fn monotonic(&self) -> std::time::Duration {
         SystemClock.monotonic()
     }
+
+    async fn sleep(&self, d: std::time::Duration) {
+        SystemClock.sleep(d).await;
+    }
 }
 
 const MAX: Duration = Duration::from_secs(2);

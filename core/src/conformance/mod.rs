@@ -24,6 +24,7 @@
 //!
 //! - [`claims`], [`poll`], [`notify`], [`cancel`], [`release`], [`requeue`], [`views`],
 //!   [`retention`]: the store bodies.
+//! - [`hand_off`]: a poll write that opens the channel claims the notification itself.
 //! - [`cancel_watch`]: a cancel acknowledged or dead-lettered leaves its task watched.
 //! - [`answer`]: answers to input requests.
 //! - [`ledger`]: the run ledger bodies.
@@ -33,6 +34,7 @@ pub mod answer;
 pub mod cancel;
 pub mod cancel_watch;
 pub mod claims;
+pub mod hand_off;
 pub mod ledger;
 pub mod notify;
 pub mod poll;
@@ -73,6 +75,8 @@ macro_rules! store_conformance {
             poll::poll_write_records_new_version_and_opens_channel,
             poll::repoll_of_unchanged_state_records_nothing,
             poll::attention_cleared_drops_undelivered_version,
+            hand_off::poll_write_claims_the_notification_it_opens,
+            hand_off::no_hand_off_while_a_dispatch_is_in_flight,
             notify::new_version_while_in_flight_does_not_overwrite_snapshot,
             notify::notify_claim_freezes_snapshot_and_keeps_dispatched_run,
             notify::notify_launched_then_pending_then_succeeded,

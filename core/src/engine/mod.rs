@@ -2,8 +2,9 @@
 //! [`Launcher`], plus submit and the user-facing calls.
 //!
 //! One skeleton for every loop: claim a batch (skip locked, fresh leases) → act on each row
-//! concurrently → write the outcomes in one batch, each guarded by its lease. No sleeps inside:
-//! the caller decides the cadence by calling [`Engine::run_once`]. A crash anywhere just lets
+//! concurrently → write the outcomes in one batch, each guarded by its lease. The one sleep
+//! inside is the bounded wait for a run launched in the same claim (`run_confirm_wait`); the
+//! caller decides the cadence by calling [`Engine::run_once`]. A crash anywhere just lets
 //! leases expire; there is no in-memory state to recover.
 //!
 //! Errors are isolated per task: a row whose outcome cannot be written is retried alone and,
@@ -17,6 +18,7 @@ mod clock_check;
 mod local_deadline;
 mod notify_loop;
 mod poll_loop;
+mod run_confirm;
 mod submit;
 
 pub use api::ApiError;
@@ -144,12 +146,16 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                     ..PassReport::default()
                 };
             }
+            let cancel = self.timed(self.cancel_pass()).await;
+            let mut handed_off = Vec::new();
+            let poll = self.timed(self.poll_pass(&mut handed_off)).await;
+            let notify = self.timed(self.notify_pass(handed_off)).await;
             PassReport {
                 compensated,
                 clock,
-                cancel: self.timed(self.cancel_pass()).await,
-                poll: self.timed(self.poll_pass()).await,
-                notify: self.timed(self.notify_pass()).await,
+                cancel,
+                poll,
+                notify,
             }
         }
         .instrument(span)

@@ -1,5 +1,6 @@
 //! The notification loop (DOMAIN §3): claim undelivered work, check the failure budget, then
-//! launch a run for the frozen snapshot or look at the run already dispatched.
+//! launch a run for the frozen snapshot (and wait a bounded while for its end, [`super::
+//! run_confirm`]) or look at the run already dispatched.
 
 use super::{Engine, LocalDeadline, LoopReport};
 use crate::ids::{RunId, TaskId};
@@ -20,12 +21,21 @@ enum NotifyStep {
 }
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
-    pub(super) async fn notify_pass(&self) -> LoopReport {
+    /// One pass of the notification loop: a fresh claim and the rows the poll loop's write
+    /// already claimed (`handed_off`, each with its lease's deadline), acted on together — the
+    /// claimed rows first, in due order — and written in one batch.
+    pub(super) async fn notify_pass(
+        &self,
+        handed_off: Vec<(Claimed, LocalDeadline)>,
+    ) -> LoopReport {
         let mut report = LoopReport::default();
         let (claimed, deadline) = self
             .claim(LeaseKind::Notify, self.policy.notify_lease, &mut report)
             .await;
-        let steps = join_all(claimed.into_iter().map(|c| self.notify_one(c, deadline))).await;
+        report.claimed += handed_off.len();
+        // The claimed rows first: they were due before the ones the poll write just opened.
+        let work = claimed.into_iter().map(|c| (c, deadline)).chain(handed_off);
+        let steps = join_all(work.map(|(c, d)| self.notify_one(c, d))).await;
         let (mut writes, mut releases) = (Vec::new(), Vec::new());
         for step in steps {
             match step {
@@ -102,7 +112,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             };
             tracing::debug!(task = %c.row.id(), key = %req.key, token = ?c.lease.token, "launching");
             match self.launcher.start_run(req).await {
-                LaunchOutcome::Started(run) => NotifyAction::Launched(run),
+                LaunchOutcome::Started(run) => self.confirm_run(&c, deadline, run).await,
                 LaunchOutcome::Busy => NotifyAction::Busy,
                 LaunchOutcome::ThreadGone => NotifyAction::ThreadGone,
                 LaunchOutcome::Failed(e) => NotifyAction::LaunchFailed(e),

@@ -12,10 +12,11 @@ use crate::policy::{bounded, DEGRADED_AFTER, MAX_STORED_ERROR};
 use crate::ports::{Clock, Driver, DriverError, Launcher};
 use crate::remote::{ErrorClass, PollError};
 use crate::snapshot::{self, ProtocolError};
-use crate::store::{Claimed, PollWrite, Release, Store, StoreError};
+use crate::store::{Claimed, HandOff, PollWrite, Release, Store, StoreError};
 use crate::task::TaskRow;
 use crate::transitions::poll;
 use futures::future::join_all;
+use std::sync::Mutex;
 
 enum PollStep {
     Write(Box<PollWrite>),
@@ -23,7 +24,14 @@ enum PollStep {
 }
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
-    pub(super) async fn poll_pass(&self) -> LoopReport {
+    /// One pass of the poll loop. The results' write also claims the notification of every
+    /// row whose new version opened the channel ([`Store::apply_polls_and_claim`]); those
+    /// claims go to `handed_off`, with the deadline of their notification lease, for this
+    /// pass's notification loop.
+    pub(super) async fn poll_pass(
+        &self,
+        handed_off: &mut Vec<(Claimed, LocalDeadline)>,
+    ) -> LoopReport {
         let mut report = LoopReport::default();
         let (claimed, deadline) = self
             .claim(LeaseKind::Poll, self.policy.poll_lease, &mut report)
@@ -37,7 +45,29 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             }
         }
         let now = self.clock.now();
-        let write = |b| self.store.apply_polls(b, now);
+        // Measured before the write that may grant the notification leases, as a claim's is.
+        let notify_deadline = LocalDeadline::after(&self.clock, self.policy.notify_lease);
+        let hand_off = (!self.shutting_down()).then(|| HandOff {
+            worker: self.worker.clone(),
+            now,
+            lease_for: self.policy.notify_lease,
+        });
+        let taken = Mutex::new(Vec::new());
+        let write = |b| {
+            let (hand_off, taken) = (hand_off.clone(), &taken);
+            async move {
+                let Some(hand_off) = hand_off else {
+                    return self.store.apply_polls(b, now).await;
+                };
+                let (outcomes, claimed) =
+                    self.store.apply_polls_and_claim(b, now, hand_off).await?;
+                taken
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(claimed);
+                Ok(outcomes)
+            }
+        };
         let rejected = self
             .write_batch(LeaseKind::Poll, writes, &write, &mut report)
             .await;
@@ -55,6 +85,8 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .await;
         self.release_batch(LeaseKind::Poll, releases, &mut report)
             .await;
+        let taken = taken.into_inner().unwrap_or_else(|p| p.into_inner());
+        handed_off.extend(taken.into_iter().map(|c| (c, notify_deadline)));
         report
     }
 

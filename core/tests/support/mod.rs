@@ -38,8 +38,8 @@ use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
-    ClaimRequest, Claimed, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest, Pruned,
-    Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
+    ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest,
+    Pruned, Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -100,6 +100,11 @@ impl Clock for ManualClock {
     fn monotonic(&self) -> std::time::Duration {
         let micros = lock(&self.0).as_micros();
         std::time::Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+    }
+
+    /// Moves the manual time forward by `d` at once.
+    async fn sleep(&self, d: std::time::Duration) {
+        self.advance(d);
     }
 }
 
@@ -791,6 +796,23 @@ impl TestStore {
     }
 }
 
+impl TestStore {
+    /// The faults a batch of poll results meets: a poisoned row, or a result the store
+    /// cannot hold.
+    fn check_poll_faults(&self, writes: &[PollWrite]) -> Result<(), StoreError> {
+        self.check_poison(writes.iter().map(|w| &w.task_id))?;
+        let poisoned = writes.iter().any(|w| {
+            let result = w.update.remote.result.as_deref().unwrap_or_default();
+            let faults = lock(&self.faults);
+            faults.poisoned_results.iter().any(|p| result.contains(p))
+        });
+        if poisoned {
+            return Err(StoreError::Invalid("a result the store cannot hold".into()));
+        }
+        Ok(())
+    }
+}
+
 impl Store for TestStore {
     async fn insert_task(&self, row: TaskRow) -> Result<(), StoreError> {
         let fault = lock(&self.faults).insert.clone();
@@ -815,16 +837,18 @@ impl Store for TestStore {
         writes: Vec<PollWrite>,
         now: Timestamp,
     ) -> Result<Vec<WriteOutcome>, StoreError> {
-        self.check_poison(writes.iter().map(|w| &w.task_id))?;
-        let poisoned = writes.iter().any(|w| {
-            let result = w.update.remote.result.as_deref().unwrap_or_default();
-            let faults = lock(&self.faults);
-            faults.poisoned_results.iter().any(|p| result.contains(p))
-        });
-        if poisoned {
-            return Err(StoreError::Invalid("a result the store cannot hold".into()));
-        }
+        self.check_poll_faults(&writes)?;
         self.mem.apply_polls(writes, now).await
+    }
+
+    async fn apply_polls_and_claim(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+        hand_off: HandOff,
+    ) -> Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError> {
+        self.check_poll_faults(&writes)?;
+        self.mem.apply_polls_and_claim(writes, now, hand_off).await
     }
 
     async fn finish_notifications(

@@ -117,6 +117,7 @@ pub fn stress_policy() -> Policy {
         notify_lease: Duration::from_secs(120),
         cancel_lease: Duration::from_secs(120),
         run_check_interval: Duration::from_secs(3),
+        run_confirm_wait: Duration::from_millis(500),
         retry_base: Duration::from_secs(2),
         max_retry_backoff: Duration::from_secs(60),
         release_backoff: Duration::from_secs(4),

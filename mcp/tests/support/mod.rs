@@ -112,6 +112,10 @@ impl Clock for RealClock {
         static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
         ORIGIN.get_or_init(std::time::Instant::now).elapsed()
     }
+
+    async fn sleep(&self, d: std::time::Duration) {
+        tokio::time::sleep(d).await;
+    }
 }
 
 /// An in-memory run ledger shared by the engine's launcher and the test.
@@ -161,6 +165,7 @@ pub fn fast_policy() -> Policy {
         poll_interval: Duration::from_millis(200),
         max_poll_backoff: Duration::from_secs(2),
         run_check_interval: Duration::from_millis(100),
+        run_confirm_wait: Duration::from_millis(400),
         retry_base: Duration::from_millis(200),
         max_retry_backoff: Duration::from_secs(2),
         release_backoff: Duration::from_millis(200),

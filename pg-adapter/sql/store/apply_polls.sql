@@ -1,12 +1,18 @@
 -- Applies poll results (guard::poll_apply, then poll::apply and outbox::record_event). One
--- statement for the batch; one outcome row per write, in batch order: the refusal, or the outbox
+-- statement for the batch; one outcome row per write, in batch order: the refusal, or the row
 -- after the write. The event is recorded against the row's current outbox, so notification
 -- columns the notify loop wrote a moment before are kept.
+--
+-- With a hand-off ($20 not NULL: Store::apply_polls_and_claim), a write whose new version opens
+-- the channel also claims that notification (outbox::claim on the reopened outbox: a lease for
+-- $20 until $21, the new version frozen, claimed) when its notification lease is free at $22:
+-- one row version instead of the poll result's and the notification claim's. Those rows come
+-- back with handed_off true. The lines of the hand-off end in "-- hand_off".
 -- $1 ids, $2 lease owners, $3 lease tokens, $4 completed_at (the lease must be unexpired then),
 -- $5 remote status, $6 result, $7 result truncated, $8 artifact, $9 error, $10 input request,
 -- $11 remote updated_at, $12 observed_at, $13 next poll, $14 consecutive errors,
 -- $15 error class, $16 error message, $17 event JSON (NULL: no event), $18 its fingerprint,
--- $19 now.
+-- $19 now, $20 hand-off lease owner (NULL: no hand-off), $21 its lease expiry, $22 its now.
 WITH batch AS (
     SELECT * FROM unnest(
         $1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[],
@@ -50,7 +56,15 @@ checked AS (
         -- a new version while nothing is in flight: the channel (re)opens
         batch.new_fingerprint IS NOT NULL
             AND locked.fingerprint IS DISTINCT FROM batch.new_fingerprint
-            AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry') AS channel_reopened
+            AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry') AS channel_reopened,
+        -- ... and the hand-off claims it, its notification lease being free
+        $20::text IS NOT NULL
+            AND batch.new_fingerprint IS NOT NULL
+            AND locked.fingerprint IS DISTINCT FROM batch.new_fingerprint
+            AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry')
+            AND $19::bigint <= $22::bigint
+            AND (locked.notify_lease_expires_at IS NULL
+                 OR locked.notify_lease_expires_at <= $22::bigint) AS handed_off
     FROM batch LEFT JOIN locked ON locked.id = batch.id
 ),
 updated AS (
@@ -71,6 +85,22 @@ updated AS (
         poll_lease_owner = NULL,
         poll_lease_token = NULL,
         poll_lease_expires_at = NULL,
+        -- the hand-off's claim: outbox::claim, on the outbox record_event reopened
+        notify_claims = CASE
+            WHEN checked.handed_off THEN task.notify_claims + 1
+            ELSE task.notify_claims END,
+        notify_lease_owner = CASE
+            WHEN checked.handed_off THEN $20::text
+            ELSE task.notify_lease_owner END,
+        notify_lease_token = CASE
+            WHEN checked.handed_off THEN task.notify_claims + 1
+            ELSE task.notify_lease_token END,
+        notify_lease_expires_at = CASE
+            WHEN checked.handed_off THEN $21::bigint
+            ELSE task.notify_lease_expires_at END,
+        dispatch_version = CASE
+            WHEN checked.handed_off THEN task.event_version + 1
+            ELSE task.dispatch_version END,
         -- outbox::record_event
         event_version = CASE
             WHEN checked.event_changed THEN task.event_version + 1
@@ -87,12 +117,14 @@ updated AS (
             WHEN checked.undelivered_dropped THEN task.event_version
             ELSE task.notified_version END,
         dispatch_event = CASE
+            WHEN checked.handed_off THEN checked.new_event -- hand_off
             WHEN checked.undelivered_dropped OR checked.channel_reopened THEN NULL
             ELSE task.dispatch_event END,
         run_id = CASE
             WHEN checked.undelivered_dropped OR checked.channel_reopened THEN NULL
             ELSE task.run_id END,
         notify_status = CASE
+            WHEN checked.handed_off THEN 'claimed' -- hand_off
             WHEN checked.channel_reopened THEN 'pending'
             WHEN checked.undelivered_dropped AND task.notify_status = 'pending' THEN 'none'
             ELSE task.notify_status END,
@@ -115,16 +147,14 @@ updated AS (
       AND task.poll_lease_expires_at > checked.completed_at  -- guard: lease_expiry
       AND task.cancel_status <> 'requested'  -- guard: cancel_requested
       AND task.remote_status NOT IN ('completed', 'failed', 'cancelled')
-    RETURNING checked.ord, task.event_version, task.notified_version, task.notify_status,
-        task.fingerprint,
+    RETURNING checked.ord, checked.handed_off,
         CASE
             WHEN checked.event_cleared THEN 'cleared'
             WHEN checked.event_changed THEN 'new'
             ELSE 'unchanged'
-        END AS recorded
+        END AS recorded,
+        task.*
 )
-SELECT checked.ord, checked.refusal, updated.ord IS NOT NULL AS written,
-    updated.event_version, updated.notified_version, updated.notify_status,
-    updated.fingerprint, updated.recorded
+SELECT checked.refusal, updated.ord IS NOT NULL AS written, updated.*
 FROM checked LEFT JOIN updated ON updated.ord = checked.ord
 ORDER BY checked.ord

@@ -9,12 +9,21 @@
 //! of its task after a launch answer named the run to a worker (a run whose launch answers
 //! were lost is only known from then, and a launch whose write the store refused — its lane
 //! lost the lease meanwhile — told the engine nothing), or, without such a write in the
-//! history, from that first launch answer.
+//! history, from the last launch answer that named the run to the looking lane (a claim that
+//! relaunches under the same key and is answered with a run created long ago looks at it while
+//! it waits for its end, before any write: it learned of the run just then), or else from the
+//! first launch answer that named it.
+//!
+//! A lane that stalls right after its lookup (a pause fault of that lane fires within a lease
+//! of it) is excused: waking up, it may have too little of its lease left to call out, and the
+//! run is then interrupted by the next claimer, whose own lookup this rule checks in turn.
 
 use super::facts::Facts;
 use super::{Invariant, Verdict};
+use crate::fault::FaultKind;
 use crate::history::Event;
-use crate::timing::MAX_RUN_LIFE_SECS;
+use crate::naming::{lane_name, worker_host};
+use crate::timing::{LEASE_MS, MAX_RUN_LIFE_SECS};
 use std::collections::BTreeMap;
 
 /// Slack over `max_run_life` before a run counts as too old: the engine measures a run's age
@@ -25,11 +34,14 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     let limit_us = (MAX_RUN_LIFE_SECS + MARGIN_SECS) * 1_000_000;
     // Run → when a launch answer first named it, and when the engine first wrote it down.
     let mut named_at: BTreeMap<&str, u64> = BTreeMap::new();
+    // (lane, run) → when a launch answer last named the run to that lane.
+    let mut named_to_lane: BTreeMap<(&str, &str), u64> = BTreeMap::new();
     let mut written_at: BTreeMap<&str, u64> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
-        if let Event::PortLaunch { outcome, .. } = &e.event {
+        if let Event::PortLaunch { lane, outcome, .. } = &e.event {
             if let Some(run) = outcome.strip_prefix("started:") {
                 named_at.entry(run).or_insert(e.at_us);
+                named_to_lane.insert((lane.as_str(), run), e.at_us);
             }
         }
         if let Event::StoreWrite { rows, .. } = &e.event {
@@ -52,6 +64,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         }
         let known = written_at
             .get(run.as_str())
+            .or_else(|| named_to_lane.get(&(lane.as_str(), run.as_str())))
             .or_else(|| named_at.get(run.as_str()));
         let (Some(r), Some(known)) = (f.runs.get(run.as_str()), known) else {
             continue;
@@ -70,7 +83,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
                 Event::HostStarted if later.host == host => Some(false),
                 _ => None,
             });
-        if answered.is_none() {
+        if answered.is_none() && !paused_after(f, i, lane) {
             v.push(
                 Invariant::Live,
                 f.label(r.task_id),
@@ -83,6 +96,30 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
             );
         }
     }
+}
+
+/// Whether a pause of `lane` fired within a lease after entry `i`.
+fn paused_after(f: &Facts<'_>, i: usize, lane: &str) -> bool {
+    let from = f.entries[i].at_us;
+    let until = from + LEASE_MS * 1_000;
+    f.entries[i + 1..]
+        .iter()
+        .take_while(|later| later.at_us <= until)
+        .any(|later| match &later.event {
+            Event::FaultFired { index } => {
+                f.plan
+                    .faults
+                    .get(*index)
+                    .is_some_and(|fault| match fault.kind {
+                        FaultKind::Pause { worker, lane: l } => lane_name(worker, l) == lane,
+                        FaultKind::PauseAfterAnswer { worker, .. } => {
+                            lane.starts_with(&format!("{}/", worker_host(worker)))
+                        }
+                        _ => false,
+                    })
+            }
+            _ => false,
+        })
 }
 
 #[cfg(test)]
@@ -231,6 +268,69 @@ mod tests {
             relaunched(false),
             1,
             "never written: 60 s after it was named"
+        );
+    }
+
+    fn lookup(secs: u64, lane: &str) -> Entry {
+        at(
+            secs,
+            "worker-0",
+            Event::PortLookup {
+                lane: lane.into(),
+                run: "run-1".into(),
+                outcome: "running".into(),
+            },
+        )
+    }
+
+    fn live_count(plan: &crate::plan::Plan, entries: &[Entry]) -> usize {
+        check(plan, entries)
+            .violations
+            .into_iter()
+            .filter(|v| v.invariant == Invariant::Live && v.detail.contains("interrupted"))
+            .count()
+    }
+
+    #[test]
+    fn a_lane_paused_right_after_its_lookup_is_excused() {
+        let mut plan = generate(0, &Knobs::default());
+        plan.faults.push(crate::fault::Fault {
+            at_ms: 59_000,
+            for_ms: 10_000,
+            kind: crate::fault::FaultKind::Pause { worker: 0, lane: 0 },
+        });
+        let index = plan.faults.len() - 1;
+        let mut entries = launched_run_one();
+        entries.push(lookup(60, "worker-0/0"));
+        assert_eq!(live_count(&plan, &entries), 1, "not paused: must interrupt");
+        entries.push(at(60, "worker-0", Event::FaultFired { index }));
+        assert_eq!(live_count(&plan, &entries), 0, "paused past its margin");
+    }
+
+    #[test]
+    fn a_relaunch_answered_with_an_old_run_counts_from_that_answer_for_its_lane() {
+        let plan = generate(0, &Knobs::default());
+        let mut entries = launched_run_one();
+        entries.push(at(
+            58,
+            "worker-0",
+            Event::PortLaunch {
+                lane: "worker-0/1".into(),
+                key: "task:t1:1:0".into(),
+                outcome: "started:run-1".into(),
+            },
+        ));
+        entries.push(lookup(59, "worker-0/1"));
+        assert_eq!(
+            live_count(&plan, &entries),
+            0,
+            "that lane learned of it at 58 s"
+        );
+        entries.push(lookup(59, "worker-0/0"));
+        assert_eq!(
+            live_count(&plan, &entries),
+            1,
+            "the first lane knew it since 0 s"
         );
     }
 }

@@ -3,6 +3,7 @@
 //! A `LoseReplies` fault makes it do the work (the transaction commits) and then drop the
 //! reply: the caller cannot tell a lost request from a lost reply.
 
+use super::confirmed_runs::ConfirmedRuns;
 use super::lose_reply;
 use super::spent_budget::SpentBudgets;
 use crate::backend::Backend;
@@ -16,8 +17,9 @@ use crate::wire::rpc::{serve, Reply};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
+use tasklatch_core::ids::WorkerId;
 use tasklatch_core::lease::LeaseKind;
-use tasklatch_core::store::{CancelOutcome, Scope, StoreError, WriteOutcome};
+use tasklatch_core::store::{CancelOutcome, Claimed, PollWrite, Scope, StoreError, WriteOutcome};
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
 use tasklatch_core::transitions::answer::AnswerAction;
@@ -28,13 +30,13 @@ use tasklatch_core::transitions::outbox::NotifyAction;
 pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
     let replies = Arc::new(AtomicU64::new(0));
     let verdicts = Arc::new(Mutex::new(BTreeMap::new()));
-    let spent = Arc::new(Mutex::new(SpentBudgets::default()));
+    let seen = Arc::new(Mutex::new(WritesSeen::default()));
     serve(move |env: Envelope<StoreRequest>| {
         let ctx = ctx.clone();
         let backend = backend.clone();
         let replies = replies.clone();
         let verdicts = verdicts.clone();
-        let spent = spent.clone();
+        let seen = seen.clone();
         async move {
             let answer = match (&env.body, refused(&ctx, &verdicts, &env.body)) {
                 (_, Some(refusal)) => refusal,
@@ -42,7 +44,7 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
                 (_, None) => backend.store(env.body.clone()).await,
             };
             let dropped = lose_reply(&ctx, Service::Db, &replies);
-            record(&ctx, &env, &answer, dropped, &spent);
+            record(&ctx, &env, &answer, dropped, &seen);
             if dropped {
                 Reply::Drop
             } else {
@@ -51,6 +53,13 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
         }
     })
     .await
+}
+
+/// What the coverage trackers remember of the writes the store accepted.
+#[derive(Default)]
+struct WritesSeen {
+    spent: SpentBudgets,
+    confirmed: ConfirmedRuns,
 }
 
 /// Whether each task's row is refused, decided at its first insert.
@@ -180,34 +189,26 @@ fn record(
     env: &Envelope<StoreRequest>,
     answer: &StoreResponse,
     dropped: bool,
-    spent: &Mutex<SpentBudgets>,
+    seen: &Mutex<WritesSeen>,
 ) {
     let h = &ctx.history;
     if let StoreResponse::Outcomes(Ok(o)) = answer {
         if let Some((lease, rows)) = written(&env.body, o) {
-            let mut spent = spent.lock().unwrap_or_else(|p| p.into_inner());
-            for r in rows.iter() {
-                if r.outcome.is_ok() && r.action == "cancel_budget_exhausted" {
-                    ctx.exercised("cancel_dead_letter", "db", h.label_of(&r.task_id));
-                }
-                if spent.observe(r) {
-                    ctx.exercised("budget_spent_newer_state", "db", h.label_of(&r.task_id));
-                }
-            }
-            drop(spent);
-            h.record(
-                "db",
-                None,
-                Event::StoreWrite {
-                    lease,
-                    rows,
-                    dropped,
-                },
-            );
+            record_writes(ctx, lease, rows, dropped, seen);
             return;
         }
     }
     match (&env.body, answer) {
+        (
+            StoreRequest::ApplyPollsAndClaim(w, _, hand_off),
+            StoreResponse::OutcomesAndClaimed(Ok((o, claimed))),
+        ) => {
+            record_writes(ctx, LeaseKind::Poll, poll_rows(w, o), dropped, seen);
+            if !claimed.is_empty() {
+                ctx.exercised("notification_claimed_by_poll", "db", None);
+            }
+            record_claim(ctx, LeaseKind::Notify, &hand_off.worker, claimed, dropped);
+        }
         (StoreRequest::Insert(row), StoreResponse::Unit(r)) => h.record_about(
             "db",
             row.id().as_str(),
@@ -220,25 +221,8 @@ fn record(
                 dropped,
             },
         ),
-        (StoreRequest::Claim(kind, req), StoreResponse::Claimed(Ok(claimed)))
-            if !claimed.is_empty() =>
-        {
-            let grants = claimed
-                .iter()
-                .map(|c| Grant {
-                    task_id: c.row.id().to_string(),
-                    token: c.lease.token.0,
-                    expires_us: c.lease.expires_at.as_micros(),
-                })
-                .collect();
-            let worker = req.worker.to_string();
-            let event = Event::StoreClaim {
-                lease: *kind,
-                worker,
-                grants,
-                dropped,
-            };
-            h.record("db", None, event);
+        (StoreRequest::Claim(kind, req), StoreResponse::Claimed(Ok(claimed))) => {
+            record_claim(ctx, *kind, &req.worker, claimed, dropped)
         }
         (StoreRequest::RequestCancel(scope, _, _), StoreResponse::Cancel(Ok(outcome))) => {
             cancel_requested(ctx, scope, outcome, dropped)
@@ -261,12 +245,68 @@ fn record(
     }
 }
 
+/// The rows of a guarded batch write as the store answered them, and what they exercised.
+fn record_writes(
+    ctx: &Ctx,
+    lease: LeaseKind,
+    rows: Vec<RowWrite>,
+    dropped: bool,
+    seen: &Mutex<WritesSeen>,
+) {
+    let h = &ctx.history;
+    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+    for r in rows.iter() {
+        if r.outcome.is_ok() && r.action == "cancel_budget_exhausted" {
+            ctx.exercised("cancel_dead_letter", "db", h.label_of(&r.task_id));
+        }
+        if seen.spent.observe(r) {
+            ctx.exercised("budget_spent_newer_state", "db", h.label_of(&r.task_id));
+        }
+        if lease == LeaseKind::Notify && seen.confirmed.observe(r) {
+            ctx.exercised("run_confirmed_in_claim", "db", h.label_of(&r.task_id));
+        }
+    }
+    drop(seen);
+    h.record(
+        "db",
+        None,
+        Event::StoreWrite {
+            lease,
+            rows,
+            dropped,
+        },
+    );
+}
+
+/// The leases a claim (or a poll write's hand-off) granted, if it granted any.
+fn record_claim(ctx: &Ctx, kind: LeaseKind, worker: &WorkerId, claimed: &[Claimed], dropped: bool) {
+    if claimed.is_empty() {
+        return;
+    }
+    let grants = claimed
+        .iter()
+        .map(|c| Grant {
+            task_id: c.row.id().to_string(),
+            token: c.lease.token.0,
+            expires_us: c.lease.expires_at.as_micros(),
+        })
+        .collect();
+    let event = Event::StoreClaim {
+        lease: kind,
+        worker: worker.to_string(),
+        grants,
+        dropped,
+    };
+    ctx.history.record("db", None, event);
+}
+
 /// Whether `req` is a lease-guarded call or a claim (whose failures are recorded).
 fn guarded(req: &StoreRequest) -> bool {
     matches!(
         req,
         StoreRequest::Claim(..)
             | StoreRequest::ApplyPolls(..)
+            | StoreRequest::ApplyPollsAndClaim(..)
             | StoreRequest::FinishNotifications(..)
             | StoreRequest::FinishCancels(..)
             | StoreRequest::Release(..)
@@ -280,19 +320,7 @@ fn guarded(req: &StoreRequest) -> bool {
 /// written under; `None` for any other call.
 fn written(req: &StoreRequest, o: &[WriteOutcome]) -> Option<(LeaseKind, Vec<RowWrite>)> {
     Some(match req {
-        StoreRequest::ApplyPolls(w, _) => {
-            let w = w.iter().map(|w| {
-                let token = w.lease.token.0;
-                (
-                    w.task_id.as_str(),
-                    token,
-                    None,
-                    w.completed_at,
-                    "apply_poll",
-                )
-            });
-            (LeaseKind::Poll, rows(w, o))
-        }
+        StoreRequest::ApplyPolls(w, _) => (LeaseKind::Poll, poll_rows(w, o)),
         StoreRequest::FinishNotifications(w, now) => {
             let w = w.iter().map(|w| {
                 let action = notify_action_name(&w.action);
@@ -325,6 +353,21 @@ fn written(req: &StoreRequest, o: &[WriteOutcome]) -> Option<(LeaseKind, Vec<Row
     })
 }
 
+/// The rows of a batch of poll results as the store answered them.
+fn poll_rows(writes: &[PollWrite], o: &[WriteOutcome]) -> Vec<RowWrite> {
+    let w = writes.iter().map(|w| {
+        let token = w.lease.token.0;
+        (
+            w.task_id.as_str(),
+            token,
+            None,
+            w.completed_at,
+            "apply_poll",
+        )
+    });
+    rows(w, o)
+}
+
 /// A cancel request the store recorded, about the task it found (if it found one).
 fn cancel_requested(ctx: &Ctx, scope: &Scope, outcome: &CancelOutcome, dropped: bool) {
     let id = match outcome {
@@ -349,6 +392,7 @@ fn store_error(answer: &StoreResponse) -> Option<String> {
     match answer {
         StoreResponse::Claimed(Err(e))
         | StoreResponse::Outcomes(Err(e))
+        | StoreResponse::OutcomesAndClaimed(Err(e))
         | StoreResponse::Cancel(Err(e))
         | StoreResponse::Answer(Err(e)) => Some(e.to_string()),
         _ => None,

@@ -1,5 +1,6 @@
 //! The simulated hosts: `db`, `mcp`, `gateway`, `worker-N` and `user`.
 
+pub mod confirmed_runs;
 pub mod db;
 pub mod gateway;
 pub mod langgraph;

@@ -38,4 +38,9 @@ impl Clock for SimClock {
     fn monotonic(&self) -> std::time::Duration {
         turmoil::sim_elapsed().unwrap_or_default()
     }
+
+    /// Simulated time (the host's tokio timer under turmoil).
+    async fn sleep(&self, d: std::time::Duration) {
+        tokio::time::sleep(d).await;
+    }
 }

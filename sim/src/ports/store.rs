@@ -58,6 +58,21 @@ impl Store for RpcStore {
         }
     }
 
+    async fn apply_polls_and_claim(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+        hand_off: HandOff,
+    ) -> Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError> {
+        match self
+            .call(StoreRequest::ApplyPollsAndClaim(writes, now, hand_off))
+            .await?
+        {
+            StoreResponse::OutcomesAndClaimed(r) => r,
+            _ => mismatch(),
+        }
+    }
+
     async fn finish_notifications(
         &self,
         writes: Vec<NotifyWrite>,

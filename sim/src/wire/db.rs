@@ -17,6 +17,8 @@ pub enum StoreRequest {
     Claim(LeaseKind, ClaimRequest),
     /// [`Store::apply_polls`].
     ApplyPolls(Vec<PollWrite>, Timestamp),
+    /// [`Store::apply_polls_and_claim`].
+    ApplyPollsAndClaim(Vec<PollWrite>, Timestamp, HandOff),
     /// [`Store::finish_notifications`].
     FinishNotifications(Vec<NotifyWrite>, Timestamp),
     /// [`Store::finish_cancels`].
@@ -55,6 +57,8 @@ pub enum StoreResponse {
     Claimed(Result<Vec<Claimed>, StoreError>),
     /// Guarded writes.
     Outcomes(Result<Vec<WriteOutcome>, StoreError>),
+    /// Poll results with the notifications they claimed.
+    OutcomesAndClaimed(Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError>),
     /// Cancel request.
     Cancel(Result<CancelOutcome, StoreError>),
     /// Answer.
@@ -89,6 +93,9 @@ pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
         StoreRequest::Claim(kind, r) => StoreResponse::Claimed(store.claim(kind, r).await),
         StoreRequest::ApplyPolls(w, now) => {
             StoreResponse::Outcomes(store.apply_polls(w, now).await)
+        }
+        StoreRequest::ApplyPollsAndClaim(w, now, hand_off) => {
+            StoreResponse::OutcomesAndClaimed(store.apply_polls_and_claim(w, now, hand_off).await)
         }
         StoreRequest::FinishNotifications(w, now) => {
             StoreResponse::Outcomes(store.finish_notifications(w, now).await)

@@ -124,6 +124,9 @@ pub struct EngineSection {
     pub cancel_lease_ms: u64,
     /// How soon a dispatched run is looked at again, and a busy (409) thread retried.
     pub run_check_interval_ms: u64,
+    /// How long the claim that launched a run waits for it to end before writing it
+    /// dispatched (0: never wait).
+    pub run_confirm_wait_ms: u64,
     /// Base of the delivery and cancel backoff.
     pub retry_base_ms: u64,
     /// Upper bound of the delivery and cancel backoff.
@@ -152,6 +155,7 @@ impl Default for EngineSection {
             notify_lease_ms: ms(p.notify_lease),
             cancel_lease_ms: ms(p.cancel_lease),
             run_check_interval_ms: 2_000,
+            run_confirm_wait_ms: ms(p.run_confirm_wait),
             retry_base_ms: ms(p.retry_base),
             max_retry_backoff_ms: ms(p.max_retry_backoff),
             release_backoff_ms: ms(p.release_backoff),

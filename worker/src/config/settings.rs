@@ -221,6 +221,12 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
         notify_lease: ms("notify_lease_ms", e.notify_lease_ms)?,
         cancel_lease: ms("cancel_lease_ms", e.cancel_lease_ms)?,
         run_check_interval: ms("run_check_interval_ms", e.run_check_interval_ms)?,
+        run_confirm_wait: Duration::from_millis(in_range(
+            "engine.run_confirm_wait_ms",
+            e.run_confirm_wait_ms,
+            0,
+            MAX_TIMING_MS,
+        )?),
         retry_base: ms("retry_base_ms", e.retry_base_ms)?,
         max_retry_backoff: ms("max_retry_backoff_ms", e.max_retry_backoff_ms)?,
         release_backoff: ms("release_backoff_ms", e.release_backoff_ms)?,
@@ -240,6 +246,13 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
         return Err(ConfigError::new(
             "engine.min_lease_left_ms",
             "must be below every lease (poll, notify and cancel)",
+        ));
+    }
+    if policy.min_lease_left + policy.run_confirm_wait >= policy.notify_lease {
+        return Err(ConfigError::new(
+            "engine.run_confirm_wait_ms",
+            "must be below notify_lease_ms minus min_lease_left_ms (the wait's lookups are \
+             external calls and need the lease's margin)",
         ));
     }
     if policy.max_clock_skew.saturating_mul(2) >= policy.min_lease_left {
