@@ -37,6 +37,38 @@ impl MemStore {
         self.rows.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Applies poll results; with `hand_off`, also claims the notification of each row whose
+    /// new version opened the channel (see [`Store::apply_polls_and_claim`]).
+    fn polls_applied(
+        &self,
+        writes: Vec<PollWrite>,
+        now: Timestamp,
+        hand_off: Option<&ClaimRequest>,
+    ) -> (Vec<WriteOutcome>, Vec<Claimed>) {
+        let mut claimed = Vec::new();
+        let outcomes = self.write_each(
+            writes,
+            |w| &w.task_id,
+            |row, w| {
+                guard::poll_apply(row, &w.lease, w.completed_at)?;
+                let recorded = poll::apply(row, w.update, now);
+                let opened = matches!(recorded, Recorded::NewVersion(_))
+                    && row.outbox.status == NotifyStatus::Pending;
+                if let Some(claim) =
+                    hand_off.filter(|c| opened && claimable(LeaseKind::Notify, row, c.now))
+                {
+                    let lease = take_lease(LeaseKind::Notify, row, claim);
+                    claimed.push(Claimed {
+                        row: row.clone(),
+                        lease,
+                    });
+                }
+                Ok(Written::of(row, Some(recorded)))
+            },
+        );
+        (outcomes, claimed)
+    }
+
     fn write_each<W>(
         &self,
         writes: Vec<W>,
@@ -168,15 +200,7 @@ impl Store for MemStore {
         writes: Vec<PollWrite>,
         now: Timestamp,
     ) -> Result<Vec<WriteOutcome>, StoreError> {
-        Ok(self.write_each(
-            writes,
-            |w| &w.task_id,
-            |row, w| {
-                guard::poll_apply(row, &w.lease, w.completed_at)?;
-                let recorded = poll::apply(row, w.update, now);
-                Ok(Written::of(row, Some(recorded)))
-            },
-        ))
+        Ok(self.polls_applied(writes, now, None).0)
     }
 
     async fn apply_polls_and_claim(
@@ -185,27 +209,7 @@ impl Store for MemStore {
         now: Timestamp,
         hand_off: HandOff,
     ) -> Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError> {
-        let claim = hand_off.as_claim();
-        let mut claimed = Vec::new();
-        let outcomes = self.write_each(
-            writes,
-            |w| &w.task_id,
-            |row, w| {
-                guard::poll_apply(row, &w.lease, w.completed_at)?;
-                let recorded = poll::apply(row, w.update, now);
-                let opened = matches!(recorded, Recorded::NewVersion(_))
-                    && row.outbox.status == NotifyStatus::Pending;
-                if opened && claimable(LeaseKind::Notify, row, claim.now) {
-                    let lease = take_lease(LeaseKind::Notify, row, &claim);
-                    claimed.push(Claimed {
-                        row: row.clone(),
-                        lease,
-                    });
-                }
-                Ok(Written::of(row, Some(recorded)))
-            },
-        );
-        Ok((outcomes, claimed))
+        Ok(self.polls_applied(writes, now, Some(&hand_off.as_claim())))
     }
 
     async fn finish_notifications(

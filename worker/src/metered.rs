@@ -100,6 +100,12 @@ impl<S> Metered<S> {
         }
     }
 
+    fn polls_written(&self, writes: &[PollWrite], outcomes: &[WriteOutcome]) {
+        for (w, o) in writes.iter().zip(outcomes) {
+            self.poll_written(w, o);
+        }
+    }
+
     fn poll_written(&self, w: &PollWrite, outcome: &WriteOutcome) {
         self.outcome(LeaseKind::Poll, &w.task_id, outcome);
         if let (Some(e), true) = (&w.update.last_error, w.update.consecutive_errors > 0) {
@@ -249,9 +255,7 @@ impl<S: Store> Store for Metered<S> {
         let r = self.inner.apply_polls(writes.clone(), now).await;
         self.failed("apply_polls", &r);
         if let Ok(outcomes) = &r {
-            for (w, o) in writes.iter().zip(outcomes) {
-                self.poll_written(w, o);
-            }
+            self.polls_written(&writes, outcomes);
         }
         r
     }
@@ -268,9 +272,7 @@ impl<S: Store> Store for Metered<S> {
             .await;
         self.failed("apply_polls_and_claim", &r);
         if let Ok((outcomes, claimed)) = &r {
-            for (w, o) in writes.iter().zip(outcomes) {
-                self.poll_written(w, o);
-            }
+            self.polls_written(&writes, outcomes);
             self.metrics.claimed(LeaseKind::Notify, claimed.len());
             self.remember_due(claimed);
         }
