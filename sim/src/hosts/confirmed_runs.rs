@@ -30,3 +30,46 @@ impl ConfirmedRuns {
             && !before.is_some_and(|b| DISPATCHED.contains(&b.as_str()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tasklatch_core::lease::Refusal;
+    use tasklatch_core::status::NotifyStatus;
+
+    fn write(action: &str, accepted: bool) -> RowWrite {
+        RowWrite {
+            task_id: "t".into(),
+            token: 1,
+            version: Some(1),
+            at_us: 0,
+            action: action.into(),
+            outcome: if accepted {
+                Ok((1, 0, NotifyStatus::Claimed))
+            } else {
+                Err(Refusal::LeaseNotHeld)
+            },
+        }
+    }
+
+    #[test]
+    fn a_run_end_is_confirmed_in_its_claim_only_when_nothing_dispatched_it() {
+        let mut c = ConfirmedRuns::default();
+        assert!(
+            c.observe(&write("run_succeeded", true)),
+            "first write ends the run"
+        );
+        assert!(!c.observe(&write("launched", true)));
+        assert!(!c.observe(&write("run_failed", true)), "dispatched first");
+        assert!(
+            c.observe(&write("run_failed", true)),
+            "after a failure: launched again"
+        );
+        assert!(!c.observe(&write("busy", true)));
+        assert!(
+            !c.observe(&write("run_succeeded", false)),
+            "refused writes count for nothing"
+        );
+        assert!(c.observe(&write("run_succeeded", true)));
+    }
+}

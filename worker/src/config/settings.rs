@@ -527,6 +527,23 @@ mod tests {
     }
 
     #[test]
+    fn the_run_confirm_wait_defaults_to_a_second_and_must_leave_the_lease_margin() {
+        let s = check(BASE).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.policy.run_confirm_wait, Duration::from_secs(1));
+        let with = |wait: u64| format!("{BASE}\n[engine]\nrun_confirm_wait_ms = {wait}\n");
+        let off = check(&with(0)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            off.policy.run_confirm_wait,
+            Duration::ZERO,
+            "0 turns it off"
+        );
+        // The default lease is 60 s and the margin 30 s: a wait of 30 s leaves no margin.
+        let e = check(&with(30_000)).err().unwrap_or_default();
+        assert!(e.contains("engine.run_confirm_wait_ms"), "{e}");
+        assert!(check(&with(29_999)).is_ok());
+    }
+
+    #[test]
     fn trusted_proxy_must_be_switched_on_explicitly() {
         let proxy = BASE.replace(
             "tokens = [{ owner = \"alice\", sha256 = \"2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90\" }]",
