@@ -153,6 +153,7 @@ fn policy() -> Policy {
         batch_size: 64,
         max_run_life: Duration::from_secs(60),
         max_clock_skew: Duration::from_secs(2),
+        submit_grace: Duration::from_secs(60),
     }
 }
 

@@ -16,7 +16,7 @@ use crate::event::Event;
 use crate::lease::LeaseKind;
 use crate::mutation;
 use crate::policy::MAX_STORED_ERROR;
-use crate::status::{CancelStatus, NotifyStatus};
+use crate::status::{CancelStatus, NotifyStatus, RemoteStatus};
 use crate::task::{Outbox, TaskRow};
 
 /// A rule of the task row. As an error: the rule that is broken.
@@ -82,6 +82,11 @@ pub enum Invariant {
     /// A held lease carries the row's newest fencing token of its kind.
     #[error("a held lease is the newest claim")]
     LeaseIsNewestClaim,
+    /// A row without a recorded remote handle is a submit's intent (`submitted`, nothing to
+    /// say yet) or one its grace ended as untracked (`failed`): no other state can be reached
+    /// without a remote task (DOMAIN §7).
+    #[error("a row without a remote handle is an intent or ended untracked")]
+    UnrecordedHandleIsIntent,
 }
 
 /// `Ok` when `rule` holds, else the rule as the error.
@@ -191,6 +196,14 @@ impl TaskRow {
         holds(
             ErrorBounded,
             bounded(poll_error) && bounded(self.cancel.last_error.as_deref()),
+        )?;
+        holds(
+            UnrecordedHandleIsIntent,
+            !self.identity.handle.is_unrecorded()
+                || matches!(
+                    self.remote.status,
+                    RemoteStatus::Submitted | RemoteStatus::Failed
+                ),
         )?;
         self.check_cancel()?;
         self.check_leases()

@@ -90,6 +90,19 @@ impl MemStore {
     }
 }
 
+/// Whether another row of `row`'s owner on its server already tracks its remote handle (an
+/// unrecorded handle is nobody's).
+fn tracked_elsewhere(rows: &BTreeMap<TaskId, TaskRow>, row: &TaskRow) -> bool {
+    let id = &row.identity;
+    !id.handle.is_unrecorded()
+        && rows.values().any(|r| {
+            r.id() != row.id()
+                && r.identity.owner == id.owner
+                && r.identity.server == id.server
+                && r.identity.handle.remote_task_id == id.handle.remote_task_id
+        })
+}
+
 fn due_at(kind: LeaseKind, row: &TaskRow) -> Option<Timestamp> {
     match kind {
         LeaseKind::Poll => row.poll.next_poll_at,
@@ -153,18 +166,47 @@ impl Store for MemStore {
         if rows.contains_key(row.id()) {
             return Err(StoreError::DuplicateTask);
         }
-        let id = &row.identity;
-        let duplicate = rows.values().any(|r| {
-            r.identity.owner == id.owner
-                && r.identity.server == id.server
-                && r.identity.handle.remote_task_id == id.handle.remote_task_id
-        });
-        if duplicate {
+        if tracked_elsewhere(&rows, &row) {
             return Err(StoreError::DuplicateHandle);
         }
         debug_check_row(&row);
         rows.insert(row.id().clone(), row);
         Ok(())
+    }
+
+    async fn settle_submit(
+        &self,
+        task: &TaskId,
+        settlement: SubmitSettlement,
+        now: Timestamp,
+    ) -> Result<SubmitSettled, StoreError> {
+        let mut rows = self.rows();
+        let Some(row) = rows.get(task) else {
+            return Ok(SubmitSettled::NotAwaiting);
+        };
+        let SubmitSettlement::Started(started) = settlement else {
+            if !submit::awaits_handle(row) {
+                return Ok(SubmitSettled::NotAwaiting);
+            }
+            rows.remove(task);
+            return Ok(SubmitSettled::Withdrawn);
+        };
+        if row.identity.handle == started.identity.handle {
+            return Ok(SubmitSettled::Recorded);
+        }
+        if !submit::awaits_handle(row) {
+            return Ok(SubmitSettled::NotAwaiting);
+        }
+        submit::validate(&started)?;
+        if tracked_elsewhere(&rows, &started) {
+            return Err(StoreError::DuplicateHandle);
+        }
+        let Some(row) = rows.get_mut(task) else {
+            return Ok(SubmitSettled::NotAwaiting);
+        };
+        submit::record_handle(row, &started, now);
+        debug_check_row(row);
+        Ok(SubmitSettled::Recorded)
     }
 
     async fn claim(&self, kind: LeaseKind, req: ClaimRequest) -> Result<Vec<Claimed>, StoreError> {

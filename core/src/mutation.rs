@@ -103,11 +103,22 @@ pub enum Mutant {
     /// "degraded" latch never reset on recovery: when the same task's polls fail again, the
     /// second degradation has the first one's fingerprint and is never recorded.
     SecondDegradationSuppressed,
+    /// A submit's handle that the store did not take is given up after a few tries, as before
+    /// DOMAIN §7's rule: a store outage of a few seconds makes an acknowledged submit's task
+    /// untracked although its submitter lived to record it.
+    OwedHandleGivenUp,
+    /// A run interrupted for outliving `max_run_life` is forgotten: the next attempt launches
+    /// without looking at it, so when its interrupt failed and it ends successfully after all,
+    /// the same version is delivered twice.
+    InterruptedRunForgotten,
+    /// Rows the poll write handed off to the notification loop are launched even when the
+    /// notification claim's own clock check refused the pass.
+    HandOffIgnoresClockRefusal,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 35] = [
+    pub const ALL: [Mutant; 38] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -143,6 +154,9 @@ impl Mutant {
         Mutant::LeaseCheckWallClockOnly,
         Mutant::UnrequestedCancelNotNotified,
         Mutant::SecondDegradationSuppressed,
+        Mutant::OwedHandleGivenUp,
+        Mutant::InterruptedRunForgotten,
+        Mutant::HandOffIgnoresClockRefusal,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -187,6 +201,9 @@ impl Mutant {
             Mutant::LeaseCheckWallClockOnly => "lease-check-wall-clock-only",
             Mutant::UnrequestedCancelNotNotified => "unrequested-cancel-not-notified",
             Mutant::SecondDegradationSuppressed => "second-degradation-suppressed",
+            Mutant::OwedHandleGivenUp => "owed-handle-given-up",
+            Mutant::InterruptedRunForgotten => "interrupted-run-forgotten",
+            Mutant::HandOffIgnoresClockRefusal => "hand-off-ignores-clock-refusal",
         }
     }
 

@@ -42,6 +42,15 @@ pub const MAX_BATCH: usize = 1_000;
 pub const DEFAULT_LIST: usize = 20;
 /// Tasks in one listing, at most: a larger limit is refused as invalid by every store.
 pub const MAX_LIST: usize = 100;
+/// Submits one engine keeps owing the store (a handle to record, an intent to withdraw, a
+/// compensating cancel) while the store does not answer; a submit beyond it is refused before
+/// anything is started (DOMAIN §7).
+pub const MAX_PENDING_SUBMITS: usize = 10_000;
+/// The first retry of a store write a submit owes comes this long after the failed one; each
+/// later retry waits twice as long, up to [`SUBMIT_RETRY_CAP`].
+pub const SUBMIT_RETRY_BASE: Duration = Duration::from_secs(1);
+/// The longest wait between two retries of a store write a submit owes.
+pub const SUBMIT_RETRY_CAP: Duration = Duration::from_secs(30);
 
 /// The timings of the three loops. Every transition that schedules something reads them here.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +95,14 @@ pub struct Policy {
     /// `min_lease_left` minus the longest external call timeout; then a worker whose clock
     /// runs ahead never sees a lease as expired while its holder's call is still running.
     pub max_clock_skew: Duration,
+    /// How long a submit's intent row waits for the remote task's handle (DOMAIN §7): the row
+    /// is stored before the remote call, and the handle after it. One still without its handle
+    /// this long after it was stored belongs to a submit that died between the two (the worker
+    /// crashed or stopped with the handle unsaved): the poll or cancel loop then ends it
+    /// `failed`, telling the thread the task may have started but could not be tracked. The
+    /// submitting worker retries its handle write until the store answers, so this must
+    /// comfortably exceed a store outage the worker is expected to ride out.
+    pub submit_grace: Duration,
 }
 
 impl Default for Policy {
@@ -105,6 +122,7 @@ impl Default for Policy {
             batch_size: 64,
             max_run_life: Duration::from_secs(30 * 60),
             max_clock_skew: Duration::from_secs(2),
+            submit_grace: Duration::from_secs(10 * 60),
         }
     }
 }

@@ -52,6 +52,22 @@ pub struct RemoteHandle {
 }
 
 impl RemoteHandle {
+    /// The handle of a task whose remote call has not been recorded yet: a submit's intent row
+    /// (DOMAIN §7) carries it from before the remote call until the handle is stored. Both
+    /// parts are empty; a driver never returns an empty remote id (the submit refuses one), so
+    /// it stands for nothing remote, and no loop calls a driver with it.
+    pub fn unrecorded() -> Self {
+        RemoteHandle {
+            remote_task_id: Secret::new(""),
+            driver_data: Secret::new(""),
+        }
+    }
+
+    /// Whether this is [`RemoteHandle::unrecorded`]: no remote task is known for the row.
+    pub fn is_unrecorded(&self) -> bool {
+        self.remote_task_id.expose().is_empty()
+    }
+
     /// `text` with this handle's secrets cut out, each cut run replaced by `[redacted]`.
     ///
     /// Remote servers may echo their own ids back inside results or errors; those texts are

@@ -165,6 +165,29 @@ pub enum AnswerOutcome {
     NotFound,
 }
 
+/// What a submit settles on its intent row ([`Store::settle_submit`], DOMAIN §7).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum SubmitSettlement {
+    /// The remote task started: its row as [`crate::transitions::submit::new_row`] builds it
+    /// from the handle and the remote's first report. Its handle is recorded on the intent.
+    Started(Box<TaskRow>),
+    /// Nothing remote was started (the server refused the submit, or the submit gave up before
+    /// the remote call): the intent row is deleted.
+    Withdrawn,
+}
+
+/// What settling a submit did.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum SubmitSettled {
+    /// The handle was recorded: the task is tracked from now on.
+    Recorded,
+    /// The intent row was deleted.
+    Withdrawn,
+    /// The row no longer waits for its handle — its grace ran out and a loop ended it as
+    /// untracked, or it is gone: nothing changed.
+    NotAwaiting,
+}
+
 /// Gives a lease back without a result.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct Release {
@@ -302,6 +325,20 @@ pub trait Store: Send + Sync {
     /// is already tracked, [`StoreError::DuplicateTask`] for a reused id, and
     /// [`StoreError::Invalid`] when a field breaks a limit of [`crate::policy`].
     fn insert_task(&self, row: TaskRow) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Settles a submit's intent row `task` ([`crate::transitions::submit`]): records the started
+    /// task's handle and first report ([`crate::transitions::submit::record_handle`]), or
+    /// deletes the intent. Changes nothing and answers [`SubmitSettled::NotAwaiting`] when the
+    /// row no longer waits for its handle. Unguarded by any lease — one submit owns its intent —
+    /// and idempotent, so it is safe to retry after an unavailable answer. Fails with
+    /// [`StoreError::DuplicateHandle`] when another task of the owner on that server already
+    /// tracks the handle, and [`StoreError::Invalid`] when the started row breaks a limit.
+    fn settle_submit(
+        &self,
+        task: &TaskId,
+        settlement: SubmitSettlement,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<SubmitSettled, StoreError>> + Send;
 
     /// Claims up to `limit` due rows for loop `kind`, ordered by due time then id, skipping rows
     /// another claimer holds (and rows locked by a concurrent claim). Each claimed row gets a

@@ -250,7 +250,7 @@ async fn a_failed_submit_and_its_compensation_never_show_a_secret() {
     let w = World::new();
     let e = w.engine("w1");
     w.store
-        .set_insert_fault(InsertFault::Fail(StoreError::Invalid("row refused".into())));
+        .set_handle_fault(InsertFault::Fail(StoreError::Invalid("row refused".into())));
     w.driver.on_submit(&remote("z"), None);
     w.driver.on_cancel(
         &remote("z"),

@@ -19,7 +19,7 @@ use tasklatch_core::task::TaskRow;
 use tasklatch_core::transitions::cancel::CancelAction;
 use tasklatch_core::transitions::outbox;
 use tasklatch_core::transitions::poll::on_report;
-use tasklatch_core::transitions::submit::new_row;
+use tasklatch_core::transitions::submit::{self, new_row};
 
 fn policy() -> Policy {
     Policy::default()
@@ -577,12 +577,51 @@ async fn cancel_by_name_matches_only_the_callers_active_tasks_in_that_thread() {
 // §7: submit
 // ------------------------------------------------------------------------------------------
 
+fn down() -> StoreError {
+    StoreError::Unavailable("down".into())
+}
+
 #[tokio::test]
-async fn a_refused_insert_cancels_the_remote_task_and_keeps_the_original_error() {
+async fn the_intent_is_stored_before_the_remote_call() {
+    let w = World::new();
+    let e = w.engine("w1");
+    w.store.set_insert_fault(InsertFault::Fail(down()));
+    w.driver.on_submit("rt-1", None);
+    let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
+    assert!(matches!(err, SubmitError::NotStarted(_)), "{err:?}");
+    assert!(
+        err.to_string().contains("not started"),
+        "the caller may submit again: {err}"
+    );
+    assert!(w.driver.calls().is_empty(), "nothing remote was started");
+    assert_eq!(e.pending_submits(), 1, "the intent's withdrawal is owed");
+    w.store.set_insert_fault(InsertFault::None);
+    e.run_once().await;
+    assert_eq!(e.pending_submits(), 0);
+    assert!(w.store.rows().await.is_empty());
+}
+
+#[tokio::test]
+async fn an_intent_that_committed_but_answered_unavailable_goes_on_to_the_remote_call() {
+    let w = World::new();
+    let e = w.engine("w1");
+    w.store
+        .set_insert_fault(InsertFault::CommitThenFailOnce(down()));
+    let id = w
+        .submit(&e, "build", "rt-1", Some(report("rt-1", "working")))
+        .await;
+    let row = w.row(&id).await;
+    assert_eq!(row.identity.handle.remote_task_id.expose(), "rt-1");
+    assert_eq!(row.remote.status, RemoteStatus::Working);
+    assert_eq!(e.pending_submits(), 0);
+}
+
+#[tokio::test]
+async fn a_refused_handle_cancels_the_remote_task_and_keeps_the_original_error() {
     let w = World::new();
     let e = w.engine("w1");
     let refused = StoreError::Invalid("row refused".into());
-    w.store.set_insert_fault(InsertFault::Fail(refused.clone()));
+    w.store.set_handle_fault(InsertFault::Fail(refused.clone()));
     w.driver.on_submit("rt-1", None);
     let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
     assert_eq!(
@@ -591,8 +630,8 @@ async fn a_refused_insert_cancels_the_remote_task_and_keeps_the_original_error()
         "the original error is kept"
     );
     assert_eq!(w.driver.cancel_calls("rt-1"), 1, "compensated at once");
-    assert_eq!(e.pending_compensations(), 0);
-    assert!(w.store.rows().await.is_empty());
+    assert_eq!(e.pending_submits(), 0);
+    assert!(w.store.rows().await.is_empty(), "the intent was withdrawn");
 
     // a compensating cancel that fails is queued and retried by the next pass
     w.driver.on_submit("rt-2", None);
@@ -605,89 +644,162 @@ async fn a_refused_insert_cancels_the_remote_task_and_keeps_the_original_error()
     );
     let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
     assert_eq!(err, SubmitError::Store(refused));
-    assert_eq!(e.pending_compensations(), 1);
+    assert_eq!(e.pending_submits(), 1);
     let pass = e.run_once().await;
-    assert_eq!(pass.compensated, 1);
+    assert_eq!(pass.submits.cancelled, 1);
     assert_eq!(w.driver.cancel_calls("rt-2"), 2);
-    assert_eq!(e.pending_compensations(), 0);
+    assert_eq!(e.pending_submits(), 0);
 }
 
 #[tokio::test]
-async fn an_insert_that_committed_but_answered_unavailable_is_kept_and_never_cancelled() {
+async fn a_handle_write_that_committed_but_answered_unavailable_is_kept_and_never_cancelled() {
     let w = World::new();
     let e = w.engine("w1");
     w.store
-        .set_insert_fault(InsertFault::CommitThenFailOnce(StoreError::Unavailable(
-            "reply lost".into(),
-        )));
-    w.driver.on_submit("rt-1", Some(report("rt-1", "working")));
-    let id = e
-        .submit(&w.ids, w.command("build"))
-        .await
-        .expect("the second insert finds the first one committed");
+        .set_handle_fault(InsertFault::CommitThenFailOnce(down()));
+    let id = w
+        .submit(&e, "build", "rt-1", Some(report("rt-1", "working")))
+        .await;
     assert_eq!(w.driver.cancel_calls("rt-1"), 0, "no compensation");
-    assert_eq!(e.pending_compensations(), 0);
+    assert_eq!(e.pending_submits(), 0);
     let rows = w.store.rows().await;
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].id(), &id, "the user got the id of the stored task");
-    assert_eq!(e.run_once().await.compensated, 0);
-    assert_eq!(w.driver.cancel_calls("rt-1"), 0);
+    assert_eq!(rows[0].identity.handle.remote_task_id.expose(), "rt-1");
 }
 
+/// DOMAIN §7: an acknowledged submit is never forgotten, however long the store is away.
+/// (Before the intent row, the worker gave the handle up after 3 passes: the planted
+/// `owed-handle-given-up` restores that and fails this test.)
 #[tokio::test]
-async fn an_insert_unconfirmed_after_every_attempt_is_saved_later_and_never_cancelled_blind() {
-    let w = World::new();
+async fn an_acknowledged_submit_outlives_a_long_store_outage_and_its_end_is_delivered() {
+    let w = World::with_thread().await;
     let e = w.engine("w1");
-    let down = StoreError::Unavailable("down".into());
-    w.store.set_insert_fault(InsertFault::Fail(down.clone()));
-    w.driver.on_submit("rt-1", None);
+    w.launcher.finish_every_new_run(Some(RunStatus::Success));
+    w.store.set_handle_fault(InsertFault::Fail(down()));
+    w.driver.on_submit("rt-1", Some(report("rt-1", "working")));
     let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
-    assert_eq!(err, SubmitError::Unconfirmed(down));
+    assert_eq!(err, SubmitError::Unconfirmed(down()));
     assert!(
         err.to_string().contains("do not submit it again"),
         "the caller is told not to resubmit: {err}"
     );
-    assert_eq!(w.driver.cancel_calls("rt-1"), 0, "the row may exist");
-    assert_eq!(e.pending_compensations(), 1);
-
-    // still down at the next pass: kept, not cancelled
-    assert_eq!(e.run_once().await.compensated, 0);
-    assert_eq!(e.pending_compensations(), 1);
-    assert_eq!(w.driver.cancel_calls("rt-1"), 0);
-
-    // back: the row is saved and tracked like any other task
-    w.store.set_insert_fault(InsertFault::None);
-    assert_eq!(e.run_once().await.compensated, 0);
-    assert_eq!(e.pending_compensations(), 0);
+    // Eight passes over two minutes of outage: the handle stays owed, nothing is cancelled.
+    for _ in 0..8 {
+        w.advance(15);
+        let pass = e.run_once().await;
+        assert_eq!(pass.submits.still_owed, 1);
+    }
     assert_eq!(w.driver.cancel_calls("rt-1"), 0);
     let rows = w.store.rows().await;
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].identity.handle.remote_task_id.expose(), "rt-1");
+    assert_eq!(rows.len(), 1, "the intent is there");
+    assert!(rows[0].identity.handle.is_unrecorded());
+    // Back: the handle is recorded, the task is polled and its end delivered, once.
+    w.store.set_handle_fault(InsertFault::None);
+    w.advance(30);
+    assert_eq!(e.run_once().await.submits.recorded, 1);
+    assert_eq!(e.pending_submits(), 0);
+    let id = rows[0].id().clone();
+    assert_eq!(w.row(&id).await.identity.handle.remote_task_id.expose(), "rt-1");
+    w.driver.on_status("rt-1", [Ok(completed("rt-1", "all green"))]);
+    for _ in 0..4 {
+        w.advance(31);
+        e.run_once().await;
+    }
+    let starts = w.launcher.starts_for(&id);
+    assert_eq!(starts.len(), 1, "the end is delivered once");
+    assert!(starts[0].0.prompt.contains("all green"));
+    assert_eq!(w.row(&id).await.outbox.status, NotifyStatus::Delivered);
+}
+
+/// DOMAIN §7: a worker that dies with a handle unsaved leaves an intent whose grace runs out;
+/// another worker ends it as untracked and the thread is told exactly that, once.
+#[tokio::test]
+async fn a_worker_restarted_while_a_handle_is_pending_tells_the_thread_once() {
+    let w = World::with_thread().await;
+    w.launcher.finish_every_new_run(Some(RunStatus::Success));
+    let e1 = w.engine("w1");
+    w.store.set_handle_fault(InsertFault::Fail(down()));
+    w.driver.on_submit("rt-1", None);
+    let err = e1.submit(&w.ids, w.command("build")).await.unwrap_err();
+    assert!(matches!(err, SubmitError::Unconfirmed(_)));
+    drop(e1); // the worker dies: what it owed is gone
+    w.store.set_handle_fault(InsertFault::None);
+    let e2 = w.engine("w2");
+    let id = w.store.rows().await[0].id().clone();
+    // Within the grace the intent is left alone: its submitter may still save the handle.
+    w.advance(policy().submit_grace.as_secs() - 5);
+    e2.run_once().await;
+    assert!(w.launcher.starts_for(&id).is_empty());
+    assert_eq!(w.row(&id).await.remote.status, RemoteStatus::Submitted);
+    for _ in 0..6 {
+        w.advance(31);
+        e2.run_once().await;
+    }
+    let row = w.row(&id).await;
+    assert_eq!(row.remote.status, RemoteStatus::Failed);
+    assert_eq!(row.remote.error.as_deref(), Some(submit::UNTRACKED));
+    let starts = w.launcher.starts_for(&id);
+    assert_eq!(starts.len(), 1, "told once");
+    assert!(
+        starts[0].0.prompt.contains("could not be tracked"),
+        "{}",
+        starts[0].0.prompt
+    );
+    assert_eq!(row.outbox.status, NotifyStatus::Delivered);
+    assert!(
+        w.driver.calls().iter().all(|c| !matches!(c, DriverCall::GetStatus(_) | DriverCall::Cancel(_))),
+        "no remote call is made for a task without a handle"
+    );
 }
 
 #[tokio::test]
-async fn an_unconfirmed_insert_the_store_then_refuses_is_compensated() {
+async fn a_handle_saved_after_the_intent_ended_as_untracked_has_its_remote_task_cancelled() {
+    let w = World::with_thread().await;
+    let e1 = w.engine("w1");
+    w.store.set_handle_fault(InsertFault::Fail(down()));
+    w.driver.on_submit("rt-1", None);
+    e1.submit(&w.ids, w.command("build")).await.unwrap_err();
+    // Another worker ends the intent once its grace is over, while w1 cannot reach the store.
+    let e2 = w.engine("w2");
+    w.advance(policy().submit_grace.as_secs() + 1);
+    e2.run_once().await;
+    let id = w.store.rows().await[0].id().clone();
+    assert_eq!(w.row(&id).await.remote.status, RemoteStatus::Failed);
+    w.store.set_handle_fault(InsertFault::None);
+    w.advance(60);
+    e1.run_once().await;
+    w.advance(60);
+    e1.run_once().await;
+    assert_eq!(w.driver.cancel_calls("rt-1"), 1, "nobody tracks it: cancelled");
+    assert_eq!(e1.pending_submits(), 0);
+    let row = w.row(&id).await;
+    assert_eq!(row.remote.status, RemoteStatus::Failed, "the told ending stands");
+    assert!(row.identity.handle.is_unrecorded());
+}
+
+#[tokio::test]
+async fn a_cancel_requested_before_the_handle_is_sent_once_the_handle_is_saved() {
     let w = World::new();
     let e = w.engine("w1");
-    w.store
-        .set_insert_fault(InsertFault::Fail(StoreError::Unavailable("down".into())));
-    w.driver.on_submit("rt-1", None);
+    w.store.set_handle_fault(InsertFault::Fail(down()));
+    w.driver.on_submit("rt-1", Some(report("rt-1", "working")));
     e.submit(&w.ids, w.command("build")).await.unwrap_err();
-    w.store
-        .set_insert_fault(InsertFault::Fail(StoreError::Invalid("refused".into())));
+    let id = w.store.rows().await[0].id().clone();
+    let outcome = w
+        .store
+        .request_cancel(&scope(), &CancelTarget::Id(id.clone()), w.now())
+        .await
+        .unwrap();
+    assert_eq!(outcome, CancelOutcome::Requested(id.clone()));
+    w.advance(1);
     e.run_once().await;
-    assert_eq!(
-        w.driver.cancel_calls("rt-1"),
-        0,
-        "first the insert is settled"
-    );
-    assert_eq!(
-        e.run_once().await.compensated,
-        1,
-        "then the remote task cancelled"
-    );
-    assert_eq!(w.driver.cancel_calls("rt-1"), 1);
-    assert_eq!(e.pending_compensations(), 0);
+    assert_eq!(w.driver.cancel_calls("rt-1"), 0, "no handle yet");
+    w.store.set_handle_fault(InsertFault::None);
+    w.driver.on_cancel("rt-1", [Ok(report("rt-1", "cancelled"))]);
+    w.advance(30);
+    e.run_once().await;
+    assert_eq!(w.driver.cancel_calls("rt-1"), 1, "sent with the saved handle");
 }
 
 #[tokio::test]
@@ -703,7 +815,7 @@ async fn a_blank_remote_task_id_is_refused_and_nothing_is_stored() {
             "{blank:?}"
         );
         assert!(w.store.rows().await.is_empty());
-        assert_eq!(e.pending_compensations(), 0);
+        assert_eq!(e.pending_submits(), 0);
     }
 }
 
@@ -720,37 +832,51 @@ async fn a_duplicate_remote_handle_is_rejected_without_cancelling_the_existing_t
         e.submit(&w.ids, w.command("build again")).await,
         Err(SubmitError::Duplicate)
     );
-    assert_eq!(e.pending_compensations(), 0);
+    assert_eq!(e.pending_submits(), 0);
     let pass = e.run_once().await;
-    assert_eq!(pass.compensated, 0);
+    assert_eq!(pass.submits.cancelled, 0);
     assert_eq!(
         w.driver.cancel_calls("rt-1"),
         0,
         "the existing remote task is untouched"
     );
-    assert_eq!(w.store.rows().await.len(), 1);
+    assert_eq!(w.store.rows().await.len(), 1, "the second intent was withdrawn");
     assert_eq!(w.row(&first).await.identity, before.identity);
     assert_eq!(w.row(&first).await.cancel.requested_at, None);
 }
 
 #[tokio::test]
-async fn a_submit_dropped_while_persisting_is_saved_at_the_next_pass_not_cancelled() {
+async fn a_submit_dropped_while_saving_its_handle_saves_it_at_the_next_pass_not_cancelled() {
+    let w = World::new();
+    let e = w.engine("w1");
+    w.store.set_handle_fault(InsertFault::Hang);
+    w.driver.on_submit("rt-1", None);
+    assert!(
+        poll_once(e.submit(&w.ids, w.command("build"))).is_none(),
+        "the handle write never completes; the future is dropped midway"
+    );
+    assert_eq!(e.pending_submits(), 1);
+    w.store.set_handle_fault(InsertFault::None);
+    let pass = e.run_once().await;
+    assert_eq!(pass.submits.recorded, 1);
+    assert_eq!(w.driver.cancel_calls("rt-1"), 0);
+    assert_eq!(e.pending_submits(), 0);
+    let rows = w.store.rows().await;
+    assert_eq!(rows[0].identity.handle.remote_task_id.expose(), "rt-1");
+}
+
+#[tokio::test]
+async fn a_submit_dropped_before_its_remote_call_withdraws_its_intent() {
     let w = World::new();
     let e = w.engine("w1");
     w.store.set_insert_fault(InsertFault::Hang);
     w.driver.on_submit("rt-1", None);
-    assert!(
-        poll_once(e.submit(&w.ids, w.command("build"))).is_none(),
-        "the insert never completes; the future is dropped midway"
-    );
-    assert_eq!(e.pending_compensations(), 1);
-    // The dropped insert may have committed: the next pass inserts the row again.
+    assert!(poll_once(e.submit(&w.ids, w.command("build"))).is_none());
+    assert_eq!(e.pending_submits(), 1, "the intent may exist: its withdrawal is owed");
     w.store.set_insert_fault(InsertFault::None);
-    let pass = e.run_once().await;
-    assert_eq!(pass.compensated, 0);
-    assert_eq!(w.driver.cancel_calls("rt-1"), 0);
-    assert_eq!(e.pending_compensations(), 0);
-    assert_eq!(w.store.rows().await.len(), 1, "saved");
+    assert_eq!(e.run_once().await.submits.still_owed, 0);
+    assert!(w.store.rows().await.is_empty());
+    assert!(w.driver.calls().is_empty());
 }
 
 #[tokio::test]
@@ -758,7 +884,7 @@ async fn a_submit_dropped_during_its_compensating_cancel_is_still_compensated() 
     let w = World::new();
     let e = w.engine("w1");
     w.store
-        .set_insert_fault(InsertFault::Fail(StoreError::Invalid("refused".into())));
+        .set_handle_fault(InsertFault::Fail(StoreError::Invalid("refused".into())));
     w.driver.on_submit("rt-1", None);
     let _stuck = w.driver.gate(CallKind::Cancel, "rt-1");
     assert!(
@@ -766,12 +892,11 @@ async fn a_submit_dropped_during_its_compensating_cancel_is_still_compensated() 
         "the compensating cancel hangs; the future is dropped there"
     );
     assert_eq!(w.driver.cancel_calls("rt-1"), 1);
-    assert_eq!(
-        e.pending_compensations(),
-        1,
+    assert!(
+        e.pending_submits() >= 1,
         "the compensation must not be lost"
     );
-    assert_eq!(e.run_once().await.compensated, 1);
+    assert_eq!(e.run_once().await.submits.cancelled, 1);
     assert_eq!(w.driver.cancel_calls("rt-1"), 2);
 }
 
@@ -828,5 +953,5 @@ async fn a_remote_submit_error_stores_nothing_and_needs_no_compensation() {
         Err(SubmitError::Remote(_))
     ));
     assert!(w.store.rows().await.is_empty());
-    assert_eq!(e.pending_compensations(), 0);
+    assert_eq!(e.pending_submits(), 0);
 }

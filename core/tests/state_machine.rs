@@ -941,6 +941,15 @@ fn check_notify_action(p: &Outbox, n: &Outbox, action: &NotifyAction) {
             assert_eq!(n.dispatch_attempt, p.dispatch_attempt + 1, "a new key");
             assert_eq!((n.status, n.run_id.clone()), (NotifyStatus::Retry, None));
         }
+        NotifyAction::RunOutlived(_) => {
+            assert_eq!(n.failures, p.failures + 1, "counted");
+            assert_eq!(n.dispatch_attempt, p.dispatch_attempt + 1, "a new key");
+            assert_eq!(
+                (n.status, n.run_id.clone()),
+                (NotifyStatus::Retry, p.run_id.clone()),
+                "the interrupted run is kept, to be looked at before the next launch"
+            );
+        }
         NotifyAction::RunPending => {
             assert_eq!(
                 (n.status, n.failures),

@@ -73,6 +73,12 @@ pub(crate) const CLAIM_CANCEL: &str = include_str!("../sql/store/claim_cancel.sq
 
 /// Inserts a whole row.
 pub(crate) const INSERT_TASK: &str = include_str!("../sql/store/insert_task.sql");
+/// A submit's row, locked (`$1` id).
+pub(crate) const LOCK_INTENT: &str = include_str!("../sql/store/lock_intent.sql");
+/// A submit's row after its handle was recorded (the insert's parameters).
+pub(crate) const RECORD_HANDLE: &str = include_str!("../sql/store/record_handle.sql");
+/// Deletes a submit's intent (`$1` id).
+pub(crate) const WITHDRAW_SUBMIT: &str = include_str!("../sql/store/withdraw_submit.sql");
 /// A cancel request in scope.
 pub(crate) const REQUEST_CANCEL: &str = include_str!("../sql/store/request_cancel.sql");
 /// An operator's requeue of a dead-lettered notification.
@@ -226,6 +232,9 @@ mod tests {
             CLAIM_NOTIFY,
             CLAIM_CANCEL,
             INSERT_TASK,
+            LOCK_INTENT,
+            RECORD_HANDLE,
+            WITHDRAW_SUBMIT,
             REQUEST_CANCEL,
             REQUEUE_DEAD_LETTER,
             LIST_TASKS,
@@ -273,6 +282,7 @@ mod tests {
             CLAIM_CANCEL,
             LIST_TASKS,
             GET_TASK,
+            LOCK_INTENT,
             ADMIN_ROWS,
         ] {
             assert!(

@@ -456,6 +456,7 @@ fn notify_kind(a: &NotifyAction) -> (&'static str, Option<String>, Option<String
         NotifyAction::LaunchFailed(e) => ("launch_failed", None, Some(stored_error(e))),
         NotifyAction::RunSucceeded => ("run_succeeded", None, None),
         NotifyAction::RunFailed(e) => ("run_failed", None, Some(stored_error(e))),
+        NotifyAction::RunOutlived(e) => ("run_outlived", None, Some(stored_error(e))),
         NotifyAction::RunPending => ("run_pending", None, None),
         NotifyAction::LookupFailed(e) => ("lookup_failed", None, Some(stored_error(e))),
         NotifyAction::BudgetExhausted => ("budget_exhausted", None, None),
@@ -552,6 +553,59 @@ impl Store for PgStore {
             .await
             .map_err(store_error)?;
         Ok(())
+    }
+
+    /// One transaction: the row is locked (`lock_intent.sql`); a handle already recorded equal
+    /// to the started one answers [`SubmitSettled::Recorded`] again (a retry after an unknown
+    /// outcome), a row that no longer waits answers [`SubmitSettled::NotAwaiting`]; otherwise
+    /// `submit::record_handle` is applied in Rust to the locked row and the row written back
+    /// (`record_handle.sql`, guarded again). The partial unique index on recorded handles gives
+    /// [`StoreError::DuplicateHandle`]. A withdrawal is one `DELETE` (`withdraw_submit.sql`).
+    async fn settle_submit(
+        &self,
+        task: &TaskId,
+        settlement: SubmitSettlement,
+        now: Timestamp,
+    ) -> Result<SubmitSettled, StoreError> {
+        let SubmitSettlement::Started(started) = settlement else {
+            let deleted = sqlx::query(sql::WITHDRAW_SUBMIT)
+                .bind(task.as_str())
+                .execute(&self.inner.pool)
+                .await
+                .map_err(store_error)?;
+            return Ok(match deleted.rows_affected() {
+                0 => SubmitSettled::NotAwaiting,
+                _ => SubmitSettled::Withdrawn,
+            });
+        };
+        submit::validate(&started)?;
+        let mut tx = self.inner.pool.begin().await.map_err(store_error)?;
+        let locked = sqlx::query(sql::LOCK_INTENT)
+            .bind(task.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        let Some(locked) = locked else {
+            return Ok(SubmitSettled::NotAwaiting);
+        };
+        let mut row = self.decoded(&locked)?;
+        if row.identity.handle == started.identity.handle {
+            return Ok(SubmitSettled::Recorded);
+        }
+        if !submit::record_handle(&mut row, &started, now) {
+            return Ok(SubmitSettled::NotAwaiting);
+        }
+        let written = bind_row(sqlx::query(sql::RECORD_HANDLE), &row)
+            .execute(&mut *tx)
+            .await
+            .map_err(store_error)?;
+        if written.rows_affected() != 1 {
+            return Err(StoreError::Unavailable(
+                "a locked intent row changed under its lock".into(),
+            ));
+        }
+        tx.commit().await.map_err(store_error)?;
+        Ok(SubmitSettled::Recorded)
     }
 
     /// One statement: the due rows of loop `kind` (ordered by due time then id, at most

@@ -152,8 +152,21 @@ pub enum FaultKind {
     /// Runs started now never end by themselves (the agent hangs): only an interrupt ends them.
     StuckRuns,
     /// The store refuses every insert (as a host database's own constraint or trigger would):
-    /// a submit meeting it must cancel its remote task (the compensation).
+    /// a submit meeting it must cancel its remote task (the compensation). Since submits store
+    /// their intent first (DOMAIN §7), the refusal strikes the row's handle write: the row that
+    /// would make the started task tracked.
     RefuseInserts,
+    /// Runs started now ignore interrupts (the agent server answers the interrupt with an
+    /// error and the run goes on) and end successfully after `run_ms`, beyond the engine's
+    /// `max_run_life`: the late success must deliver its version, and no second run may.
+    StubbornRuns {
+        /// Run length.
+        run_ms: u64,
+    },
+    /// The database is unreachable (a failover): every store call fails as unavailable.
+    /// Drawn to begin just after a submit stored its intent, so the submit's handle write
+    /// meets it and must be retried until the store answers (DOMAIN §7).
+    StoreDown,
     /// The first version of task `task` launched now is doomed: every run of that version
     /// started while the fault lasts fails after `run_ms`, until its failure budget is spent.
     /// Other versions of the task run normally, so a newer state that lands during the doomed
@@ -286,6 +299,8 @@ impl Fault {
             FaultKind::RemoteErrors => "remote_transient_error".into(),
             FaultKind::RemoteDown { .. } => "remote_task_down".into(),
             FaultKind::RefuseInserts => "store_insert_refused".into(),
+            FaultKind::StubbornRuns { .. } => "run_ignores_interrupt".into(),
+            FaultKind::StoreDown => "store_down".into(),
             FaultKind::SlowRemote { .. } => "remote_slow".into(),
         }
     }
@@ -311,13 +326,14 @@ impl FaultKind {
             | FaultKind::LostRuns
             | FaultKind::SlowRuns { .. }
             | FaultKind::StuckRuns
+            | FaultKind::StubbornRuns { .. }
             | FaultKind::DoomedVersion { .. }
             | FaultKind::BadRuns { .. } => Target::Service(Service::Gateway),
             FaultKind::RemoteErrors
             | FaultKind::RemoteDown { .. }
             | FaultKind::RemoteRestart
             | FaultKind::SlowRemote { .. } => Target::Service(Service::Mcp),
-            FaultKind::RefuseInserts => Target::Service(Service::Db),
+            FaultKind::RefuseInserts | FaultKind::StoreDown => Target::Service(Service::Db),
         }
     }
 
@@ -366,6 +382,10 @@ impl FaultKind {
             FaultKind::RemoteErrors => "mcp".to_owned(),
             FaultKind::RemoteDown { task } => format!("mcp: task-{task} down"),
             FaultKind::RefuseInserts => "db: inserts refused".to_owned(),
+            FaultKind::StubbornRuns { run_ms } => {
+                format!("gateway: runs ignore interrupts and succeed after {run_ms} ms")
+            }
+            FaultKind::StoreDown => "db: unreachable".to_owned(),
         }
     }
 
@@ -390,13 +410,14 @@ impl FaultKind {
             | FaultKind::RemoteDown { .. }
             | FaultKind::RemoteRestart
             | FaultKind::SlowRemote { .. } => Look::band("fr"),
-            FaultKind::RefuseInserts => Look::band("fn"),
+            FaultKind::RefuseInserts | FaultKind::StoreDown => Look::band("fn"),
             FaultKind::GatewayBusy
             | FaultKind::GatewayErrors { .. }
             | FaultKind::LookupErrors
             | FaultKind::LostRuns
             | FaultKind::SlowRuns { .. }
             | FaultKind::StuckRuns
+            | FaultKind::StubbornRuns { .. }
             | FaultKind::DoomedVersion { .. }
             | FaultKind::BadRuns { .. } => Look::band("fg"),
         }
@@ -454,6 +475,8 @@ impl FaultKind {
             | FaultKind::LostRuns
             | FaultKind::BadRuns { .. }
             | FaultKind::RefuseInserts
+            | FaultKind::StubbornRuns { .. }
+            | FaultKind::StoreDown
             | FaultKind::RemoteDown { .. }
             | FaultKind::RemoteErrors => None,
         }
@@ -489,6 +512,8 @@ impl FaultKind {
             | FaultKind::RemoteErrors
             | FaultKind::RemoteDown { .. }
             | FaultKind::RefuseInserts
+            | FaultKind::StubbornRuns { .. }
+            | FaultKind::StoreDown
             | FaultKind::SlowRemote { .. } => Ok(()),
         }
     }
@@ -548,6 +573,8 @@ mod tests {
             FaultKind::RemoteErrors,
             FaultKind::RemoteDown { task: 0 },
             FaultKind::RefuseInserts,
+            FaultKind::StubbornRuns { run_ms: 40_000 },
+            FaultKind::StoreDown,
             FaultKind::SlowRemote { delay_ms: 2_000 },
         ]
     }

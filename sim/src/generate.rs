@@ -153,6 +153,13 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     // Remote tasks the server cancels on its own, from a stream of their own too.
     let mut self_cancelling = ChaCha8Rng::seed_from_u64(seed ^ SELF_CANCEL_STREAM);
     user.extend(self_cancels(&mut self_cancelling, &mut tasks, &faults));
+    // Database outages that meet submits between their intent and their handle, and runs that
+    // ignore interrupts, each from a stream of its own.
+    let mut failing_over = ChaCha8Rng::seed_from_u64(seed ^ STORE_DOWN_STREAM);
+    faults.extend(store_outages(&mut failing_over, &tasks));
+    let mut ignoring = ChaCha8Rng::seed_from_u64(seed ^ STUBBORN_STREAM);
+    faults.extend(stubborn_runs(&mut ignoring));
+    faults.sort_by_key(|f| f.at_ms);
     Plan {
         seed,
         workers,
@@ -167,6 +174,48 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
 
 /// The last instant scripts and user actions may use.
 const LAST_MS: u64 = CHAOS_MS - QUIET_TAIL_MS;
+
+/// Mixed into the seed for the database outages after submits ("storedwn" in ASCII).
+const STORE_DOWN_STREAM: u64 = 0x7374_6f72_6564_776e;
+
+/// Mixed into the seed for the runs that ignore interrupts ("stubborn" in ASCII).
+const STUBBORN_STREAM: u64 = 0x7374_7562_626f_726e;
+
+/// On half the seeds, one or two database outages (a failover) of 5 to 40 seconds — more than
+/// five passes, less than the simulated `submit_grace` — each beginning 0 to 40 ms after a
+/// task's submit, so its intent is stored and its handle write meets the outage (or, for the
+/// earliest starts, its intent insert does, and nothing is started). Every submit the API
+/// acknowledged must still end up tracked (the checker's `acknowledged` rule).
+fn store_outages(rng: &mut ChaCha8Rng, tasks: &[TaskPlan]) -> Vec<Fault> {
+    if tasks.is_empty() || !rng.random_bool(0.5) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for _ in 0..rng.random_range(1..=2) {
+        let i = rng.random_range(0..tasks.len());
+        out.push(Fault {
+            at_ms: tasks[i].submit_at_ms + rng.random_range(0..40),
+            for_ms: span(rng, 5_000, 40_000),
+            kind: FaultKind::StoreDown,
+        });
+    }
+    out
+}
+
+/// On two seeds in five, a window in which started runs ignore interrupts and succeed after
+/// 33 to 55 seconds: past `max_run_life` (so the engine interrupts them, in vain) but before
+/// the failed interrupts spend the failure budget.
+fn stubborn_runs(rng: &mut ChaCha8Rng) -> Vec<Fault> {
+    if !rng.random_bool(0.4) {
+        return Vec::new();
+    }
+    let run_ms = rng.random_range(33_000..55_000);
+    vec![Fault {
+        at_ms: rng.random_range(2_000..LAST_MS / 2),
+        for_ms: span(rng, 3_000, 15_000),
+        kind: FaultKind::StubbornRuns { run_ms },
+    }]
+}
 
 /// Mixed into the seed for the operator's requeues ("requeue" in ASCII).
 const OPERATOR_STREAM: u64 = 0x0072_6571_7565_7565;

@@ -31,6 +31,11 @@ pub const MAX_RUN_LIFE_SECS: u64 = 30;
 /// How often a worker lane runs a pass of its loops.
 pub const PASS_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How long a simulated submit's intent waits for its handle: longer than any store outage a
+/// plan draws (so an acknowledged submit is always tracked), short enough that a submitter
+/// crash's untracked ending is seen within a run.
+pub const SUBMIT_GRACE_SECS: u64 = 90;
+
 /// The timings the simulated engines run with: short, so a few minutes of simulated time see
 /// many leases expire. `min_lease_left` exceeds the longest call deadline plus the largest
 /// clock skew a plan may hold, so no external call outlives its lease.
@@ -50,6 +55,7 @@ pub fn sim_policy() -> Policy {
         batch_size: 16,
         max_run_life: Duration::from_secs(MAX_RUN_LIFE_SECS),
         max_clock_skew: Duration::from_millis(MAX_SKEW_MS),
+        submit_grace: Duration::from_secs(SUBMIT_GRACE_SECS),
     }
 }
 

@@ -26,7 +26,8 @@ use tasklatch_core::status::NotifyStatus;
 use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
     ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest,
-    Pruned, Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
+    Pruned, Release, RequeueOutcome, Scope, Store, StoreError, SubmitSettled, SubmitSettlement,
+    WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -156,6 +157,10 @@ impl<S> Metered<S> {
                 m.delivery_failed(DeliveryFailure::Run);
                 tracing::warn!(task = %task, version = v, error = ?shown(e), "run failed");
             }
+            NotifyAction::RunOutlived(e) => {
+                m.delivery_failed(DeliveryFailure::Run);
+                tracing::warn!(task = %task, version = v, error = ?shown(e), "run outlived max_run_life; its id is kept and looked at before the next attempt");
+            }
             NotifyAction::LookupFailed(e) => {
                 m.delivery_failed(DeliveryFailure::Lookup);
                 tracing::warn!(task = %task, version = v, error = ?shown(e), "run lookup failed");
@@ -231,6 +236,22 @@ impl<S: Store> Store for Metered<S> {
         if r.is_ok() && recorded {
             self.metrics.event_recorded();
             tracing::debug!(task = %task, version = 1, "event recorded at submit");
+        }
+        r
+    }
+
+    async fn settle_submit(
+        &self,
+        task: &TaskId,
+        settlement: SubmitSettlement,
+        now: Timestamp,
+    ) -> Result<SubmitSettled, StoreError> {
+        let records = matches!(&settlement, SubmitSettlement::Started(row) if row.outbox.event_version > 0);
+        let r = self.inner.settle_submit(task, settlement, now).await;
+        self.failed("settle_submit", &r);
+        if records && r == Ok(SubmitSettled::Recorded) {
+            self.metrics.event_recorded();
+            tracing::debug!(task = %task, version = 1, "event recorded with the submit's handle");
         }
         r
     }

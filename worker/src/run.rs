@@ -176,6 +176,7 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
     }
     let _ = stop_tx.send(true);
     stop(lanes, tasks, api_stop_tx, shortest_lease(&settings.policy)).await;
+    settle_owed_submits(&engines, SETTLE_OWED_WITHIN).await;
     driver.close(CLOSE_CLIENTS_WITHIN).await;
     pool.close().await;
     Ok(())
@@ -269,6 +270,42 @@ fn spawn_lanes(
 /// A lane that has not passed for this long makes the worker unready.
 fn stale_after(settings: &Settings) -> Duration {
     settings.tick * 3 + settings.policy.min_lease_left * 3
+}
+
+/// The longest the stop spends settling what submits still owe (their handles above all).
+const SETTLE_OWED_WITHIN: Duration = Duration::from_secs(15);
+
+/// After the API stopped (no new submit can start): records the handles, withdrawals and
+/// compensating cancels submits still owe (DOMAIN §7), retrying each second for at most
+/// `within`. A handle still unsaved after that is not lost in silence: its intent's
+/// `engine.submit_grace_ms` runs out and the task ends as untracked, telling its thread.
+async fn settle_owed_submits(engines: &[Arc<WorkerEngine>], within: Duration) {
+    let owed = |engines: &[Arc<WorkerEngine>]| -> usize {
+        engines.iter().map(|e| e.pending_submits()).sum()
+    };
+    if owed(engines) == 0 {
+        return;
+    }
+    let settled = tokio::time::timeout(within, async {
+        loop {
+            for e in engines {
+                e.settle_all_submits().await;
+            }
+            if owed(engines) == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+    .await;
+    match settled {
+        Ok(()) => tracing::info!("every submit's pending write was settled before the stop"),
+        Err(_) => tracing::warn!(
+            still_owed = owed(engines),
+            "submits still owed writes at the stop: a task whose remote id was not saved ends \
+             as untracked after engine.submit_grace_ms, and its thread is told"
+        ),
+    }
 }
 
 /// Waits for the lanes, then stops the API and waits for it and the listener; at most nine

@@ -3,6 +3,7 @@
 //! when the server only acknowledges the cancel (a non-terminal report), apply that report and
 //! let polling learn the end.
 
+use super::intent::IntentStep;
 use super::{Engine, LocalDeadline, LoopReport};
 use crate::lease::LeaseKind;
 use crate::policy::{bounded, CANCEL_BUDGET, MAX_STORED_ERROR};
@@ -11,6 +12,7 @@ use crate::snapshot::{self, ProtocolError};
 use crate::store::{CancelWrite, Claimed, Release, Store};
 use crate::transitions::cancel::CancelAction;
 use crate::transitions::poll;
+use crate::transitions::submit::awaits_handle;
 use futures::future::join_all;
 
 enum CancelStep {
@@ -21,7 +23,7 @@ enum CancelStep {
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     pub(super) async fn cancel_pass(&self) -> LoopReport {
         let mut report = LoopReport::default();
-        let (claimed, deadline) = self
+        let (claimed, deadline, _) = self
             .claim(LeaseKind::Cancel, self.policy.cancel_lease, &mut report)
             .await;
         let steps = join_all(claimed.into_iter().map(|c| self.cancel_one(c, deadline))).await;
@@ -56,6 +58,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 action,
             }))
         };
+        if awaits_handle(&c.row) {
+            return match self.intent_step(&c) {
+                IntentStep::Wait(release) => CancelStep::Release(release),
+                IntentStep::Untracked(update, _) => write(CancelAction::Finished(update)),
+            };
+        }
         if c.row.cancel.failures >= CANCEL_BUDGET {
             tracing::warn!(task = %c.row.id(), failures = c.row.cancel.failures, "cancel budget spent: cancel dead-lettered, polling resumes");
             return write(CancelAction::BudgetExhausted);

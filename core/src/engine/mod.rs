@@ -15,24 +15,26 @@ mod api;
 mod batch;
 mod cancel_loop;
 mod clock_check;
+mod intent;
 mod local_deadline;
 mod notify_loop;
+mod owed;
 mod poll_loop;
 mod run_confirm;
 mod submit;
 
 pub use api::ApiError;
 pub use clock_check::{measure, skew_ms, ClockCheck};
-pub use submit::{SubmitCommand, SubmitError};
+pub use owed::{SubmitsSettled, CANCEL_ATTEMPTS};
+pub use submit::{SubmitCommand, SubmitError, WRITE_ATTEMPTS};
 
-use crate::ids::{ServerId, TaskId, WorkerId};
+use crate::ids::WorkerId;
 use crate::lease::LeaseKind;
 use crate::policy::Policy;
 use crate::ports::{Clock, Driver, Launcher};
-use crate::secret::RemoteHandle;
 use crate::store::{ClaimRequest, Claimed, Store};
-use crate::task::TaskRow;
 use local_deadline::LocalDeadline;
+use owed::PendingSubmit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -64,26 +66,22 @@ pub struct PassReport {
     pub poll: LoopReport,
     /// The notification loop.
     pub notify: LoopReport,
-    /// Remote tasks cancelled as compensation for submits that did not persist.
-    pub compensated: usize,
+    /// What the submits this engine ran still owed, settled before the loops (DOMAIN §7).
+    pub submits: SubmitsSettled,
     /// The clock check before the loops: when it refused, no loop claimed (their reports are
     /// empty) and an unreadable store clock counts as a store error.
     pub clock: ClockCheck,
 }
 
-/// A submit that is not settled, with the attempts made so far: its row, while the insert's
-/// outcome is unknown (to be inserted again), or only its remote task, once the store refused
-/// the row (to be cancelled).
-struct PendingCompensation {
-    task: TaskId,
-    server: ServerId,
-    handle: RemoteHandle,
-    row: Option<TaskRow>,
-    attempts: u32,
+/// What a loop's own clock check said before its claim.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum ClockVerdict {
+    /// The clocks agree: the claim was made.
+    Allowed,
+    /// The skew is too large (or the store's clock unreadable): nothing was claimed, and no
+    /// lease of this loop may be acted on in this pass.
+    Refused,
 }
-
-/// Unsettled submits are tried this many times, then given up (best effort, DOMAIN §7).
-const COMPENSATION_ATTEMPTS: u32 = 3;
 
 /// The engine of one worker (or one lane of a worker).
 pub struct Engine<S, D, L, C> {
@@ -94,7 +92,7 @@ pub struct Engine<S, D, L, C> {
     worker: WorkerId,
     policy: Policy,
     shutting_down: AtomicBool,
-    compensations: Mutex<Vec<PendingCompensation>>,
+    owed: Mutex<Vec<PendingSubmit>>,
 }
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
@@ -115,7 +113,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             worker,
             policy,
             shutting_down: AtomicBool::new(false),
-            compensations: Mutex::new(Vec::new()),
+            owed: Mutex::new(Vec::new()),
         }
     }
 
@@ -129,19 +127,19 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         &self.policy
     }
 
-    /// One pass of every loop: compensations, the clock check, then cancel, poll and notify.
-    /// Compensations hold no lease and run whatever the clocks say; the loops claim only when
-    /// the clock check allows it ([`ClockCheck`]), and otherwise the pass ends there.
+    /// One pass of every loop: what submits owe, the clock check, then cancel, poll and notify.
+    /// What submits owe holds no lease and is settled whatever the clocks say; the loops claim
+    /// only when the clock check allows it ([`ClockCheck`]), and otherwise the pass ends there.
     pub async fn run_once(&self) -> PassReport {
         // Instrumented, not entered: a span entered across an await leaks into whatever else
         // runs on the thread meanwhile.
         let span = tracing::debug_span!("pass", worker = %self.worker);
         async {
-            let compensated = self.compensate_pending().await;
+            let submits = self.settle_submits().await;
             let clock = self.check_clock().await;
             if !clock.allows_claims() {
                 return PassReport {
-                    compensated,
+                    submits,
                     clock,
                     ..PassReport::default()
                 };
@@ -151,7 +149,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             let poll = self.timed(self.poll_pass(&mut handed_off)).await;
             let notify = self.timed(self.notify_pass(handed_off)).await;
             PassReport {
-                compensated,
+                submits,
                 clock,
                 cancel,
                 poll,
@@ -190,10 +188,10 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         kind: LeaseKind,
         lease_for: Duration,
         report: &mut LoopReport,
-    ) -> (Vec<Claimed>, LocalDeadline) {
+    ) -> (Vec<Claimed>, LocalDeadline, ClockVerdict) {
         let deadline = LocalDeadline::after(&self.clock, lease_for);
         if !self.check_clock().await.allows_claims() {
-            return (Vec::new(), deadline);
+            return (Vec::new(), deadline, ClockVerdict::Refused);
         }
         let req = ClaimRequest {
             worker: self.worker.clone(),
@@ -204,12 +202,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         match self.store.claim(kind, req).await {
             Ok(claimed) => {
                 report.claimed = claimed.len();
-                (claimed, deadline)
+                (claimed, deadline, ClockVerdict::Allowed)
             }
             Err(e) => {
                 tracing::debug!(loop_kind = kind.as_str(), error = %e, "claim failed");
                 report.store_errors += 1;
-                (Vec::new(), deadline)
+                (Vec::new(), deadline, ClockVerdict::Allowed)
             }
         }
     }

@@ -2,7 +2,7 @@
 //! launch a run for the frozen snapshot (and wait a bounded while for its end, [`super::
 //! run_confirm`]) or look at the run already dispatched.
 
-use super::{Engine, LocalDeadline, LoopReport};
+use super::{ClockVerdict, Engine, LocalDeadline, LoopReport};
 use crate::ids::{RunId, TaskId};
 use crate::lease::LeaseKind;
 use crate::mutation::{self, Mutant};
@@ -12,6 +12,7 @@ use crate::status::NotifyStatus;
 use crate::store::{Claimed, NotifyWrite, Release, Store};
 use crate::task::Outbox;
 use crate::text::notification_prompt;
+use crate::event::Event;
 use crate::transitions::outbox::{idempotency_key, NotifyAction};
 use futures::future::join_all;
 
@@ -29,9 +30,22 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         handed_off: Vec<(Claimed, LocalDeadline)>,
     ) -> LoopReport {
         let mut report = LoopReport::default();
-        let (claimed, deadline) = self
+        let (claimed, deadline, clock) = self
             .claim(LeaseKind::Notify, self.policy.notify_lease, &mut report)
             .await;
+        let refused = clock == ClockVerdict::Refused;
+        let refused = refused && !mutation::active(Mutant::HandOffIgnoresClockRefusal);
+        if refused {
+            // The rows the poll write handed off are under this worker's leases, but its clock
+            // may not be trusted to keep inside them: they are given back, uncounted.
+            let releases = handed_off
+                .iter()
+                .map(|(c, _)| self.release_of(c.row.id(), &c.lease, None))
+                .collect();
+            self.release_batch(LeaseKind::Notify, releases, &mut report)
+                .await;
+            return report;
+        }
         report.claimed += handed_off.len();
         // The claimed rows first: they were due before the ones the poll write just opened.
         let work = claimed.into_iter().map(|c| (c, deadline)).chain(handed_off);
@@ -104,18 +118,19 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                     Some("claimed without a frozen snapshot".into()),
                 ));
             };
-            let req = RunRequest {
-                key: idempotency_key(c.row.id(), o),
-                owner: c.row.identity.owner.clone(),
-                thread: c.row.identity.thread.clone(),
-                prompt: notification_prompt(event),
+            // A run an earlier attempt interrupted is looked at before anything is launched.
+            let interrupted = o.run_id.clone();
+            let interrupted = interrupted.filter(|_| !mutation::active(Mutant::InterruptedRunForgotten));
+            let settled = match &interrupted {
+                Some(run) => self.interrupted_run(&c, deadline, run).await,
+                None => None,
             };
-            tracing::debug!(task = %c.row.id(), key = %req.key, token = ?c.lease.token, "launching");
-            match self.launcher.start_run(req).await {
-                LaunchOutcome::Started(run) => self.confirm_run(&c, deadline, run).await,
-                LaunchOutcome::Busy => NotifyAction::Busy,
-                LaunchOutcome::ThreadGone => NotifyAction::ThreadGone,
-                LaunchOutcome::Failed(e) => NotifyAction::LaunchFailed(e),
+            match settled {
+                Some(action) => action,
+                None if !self.may_call_out(&c.lease, deadline) => {
+                    return NotifyStep::Release(self.release_of(c.row.id(), &c.lease, None));
+                }
+                None => self.launch(&c, deadline, event).await,
             }
         };
         if budget_spent {
@@ -125,9 +140,52 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         write(action)
     }
 
+    /// Launches a run for the frozen snapshot `event` of claim `c` and waits a bounded while
+    /// for its end.
+    async fn launch(&self, c: &Claimed, deadline: LocalDeadline, event: &Event) -> NotifyAction {
+        let req = RunRequest {
+            key: idempotency_key(c.row.id(), &c.row.outbox),
+            owner: c.row.identity.owner.clone(),
+            thread: c.row.identity.thread.clone(),
+            prompt: notification_prompt(event),
+        };
+        tracing::debug!(task = %c.row.id(), key = %req.key, token = ?c.lease.token, "launching");
+        match self.launcher.start_run(req).await {
+            LaunchOutcome::Started(run) => self.confirm_run(c, deadline, run).await,
+            LaunchOutcome::Busy => NotifyAction::Busy,
+            LaunchOutcome::ThreadGone => NotifyAction::ThreadGone,
+            LaunchOutcome::Failed(e) => NotifyAction::LaunchFailed(e),
+        }
+    }
+
+    /// The run `run` an earlier attempt of claim `c` interrupted for outliving `max_run_life`
+    /// ([`NotifyAction::RunOutlived`] keeps its id): its interrupt may have failed. Its success
+    /// delivers the version; still going, it is handled as a dispatched run past its life;
+    /// `None` when it ended without delivering, so a new attempt may launch.
+    async fn interrupted_run(
+        &self,
+        c: &Claimed,
+        deadline: LocalDeadline,
+        run: &RunId,
+    ) -> Option<NotifyAction> {
+        match self.launcher.run_status(&c.row.identity.thread, run).await {
+            Ok(RunStatus::Success) => {
+                tracing::info!(task = %c.row.id(), run = %run, "an interrupted run succeeded after all: its version is delivered");
+                Some(NotifyAction::RunSucceeded)
+            }
+            Ok(going @ (RunStatus::Pending | RunStatus::Running)) => {
+                Some(self.still_going(c, deadline, run, going).await)
+            }
+            Ok(_) => None,
+            Err(e) => Some(NotifyAction::LookupFailed(e)),
+        }
+    }
+
     /// A dispatched run found still `going`: looked at again later while it is younger than
     /// `max_run_life`; past it, interrupted through the launcher and counted as a failed
-    /// attempt (the next attempt launches under a new key once the thread is free).
+    /// attempt whose run is kept ([`NotifyAction::RunOutlived`]): the next attempt looks at it
+    /// before launching, so a run whose interrupt failed and that then succeeds delivers its
+    /// version, once.
     async fn still_going(
         &self,
         c: &Claimed,
@@ -152,7 +210,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             Ok(()) => "interrupted".to_owned(),
             Err(e) => format!("its interrupt failed: {e}"),
         };
-        NotifyAction::RunFailed(format!(
+        NotifyAction::RunOutlived(format!(
             "run {run} still {} {} s after its launch (max_run_life {} s): {interrupt}",
             going.as_str(),
             age.as_secs(),
@@ -169,7 +227,7 @@ fn log_failure(task: &TaskId, o: &Outbox, action: &NotifyAction) {
         NotifyAction::LaunchFailed(error) => {
             tracing::warn!(task = %task, version, attempt, error = %error, "notification launch failed")
         }
-        NotifyAction::RunFailed(error) => {
+        NotifyAction::RunFailed(error) | NotifyAction::RunOutlived(error) => {
             tracing::warn!(task = %task, version, attempt, error = %error, "notification run failed")
         }
         NotifyAction::LookupFailed(error) => {

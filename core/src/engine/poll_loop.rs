@@ -6,6 +6,7 @@
 //! the task's tracking is reported degraded. Only if the store rejects that too is the lease
 //! released, at the release backoff.
 
+use super::intent::IntentStep;
 use super::{Engine, LocalDeadline, LoopReport};
 use crate::lease::LeaseKind;
 use crate::policy::{bounded, DEGRADED_AFTER, MAX_STORED_ERROR};
@@ -15,6 +16,7 @@ use crate::snapshot::{self, ProtocolError};
 use crate::store::{Claimed, HandOff, PollWrite, Release, Store, StoreError};
 use crate::task::TaskRow;
 use crate::transitions::poll;
+use crate::transitions::submit::awaits_handle;
 use futures::future::join_all;
 use std::sync::Mutex;
 
@@ -33,7 +35,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         handed_off: &mut Vec<(Claimed, LocalDeadline)>,
     ) -> LoopReport {
         let mut report = LoopReport::default();
-        let (claimed, deadline) = self
+        let (claimed, deadline, _) = self
             .claim(LeaseKind::Poll, self.policy.poll_lease, &mut report)
             .await;
         let steps = join_all(claimed.iter().map(|c| self.poll_one(c, deadline))).await;
@@ -106,6 +108,17 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     }
 
     async fn poll_one(&self, c: &Claimed, deadline: LocalDeadline) -> PollStep {
+        if awaits_handle(&c.row) {
+            return match self.intent_step(c) {
+                IntentStep::Wait(release) => PollStep::Release(release),
+                IntentStep::Untracked(update, at) => PollStep::Write(Box::new(PollWrite {
+                    task_id: c.row.id().clone(),
+                    lease: c.lease.clone(),
+                    completed_at: at,
+                    update: *update,
+                })),
+            };
+        }
         if !self.may_call_out(&c.lease, deadline) {
             self.answer_not_sent(c).await;
             return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));

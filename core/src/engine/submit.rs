@@ -1,27 +1,39 @@
-//! Submit with compensation (DOMAIN §7): call the driver, then persist the handle before
-//! returning. A store answer of "unavailable" is ambiguous (the insert may have committed), so
-//! it is resolved before anything is compensated: the same row is inserted again, and a
-//! duplicate-task answer means the first insert committed. Only an insert the store definitely
-//! refused is compensated by cancelling the remote task (best effort), keeping the original
-//! error. An insert still unresolved after [`INSERT_ATTEMPTS`], or a submit future dropped
-//! midway, leaves the row queued: later passes insert it again until the store answers, and
-//! never cancel a remote task whose row may exist. A duplicate remote handle is rejected
-//! without cancelling the task that already has it.
-use super::{Engine, PendingCompensation, COMPENSATION_ATTEMPTS};
+//! Submit (DOMAIN §7): the intent first, then the remote call, then the handle.
+//!
+//! 1. The task's row is stored before anything remote happens, as an intent
+//!    ([`crate::transitions::submit::new_intent`]). If the store cannot confirm it, nothing is
+//!    started and the caller may submit again ([`SubmitError::NotStarted`]).
+//! 2. The driver starts the remote task. A refusal withdraws the intent.
+//! 3. The handle and the first report are recorded on the intent
+//!    ([`crate::store::Store::settle_submit`]). An "unavailable" answer is ambiguous, so the
+//!    write is retried ([`WRITE_ATTEMPTS`] in the call); still unconfirmed, the caller is told
+//!    not to submit again ([`SubmitError::Unconfirmed`]) and the engine keeps the handle and
+//!    records it on a backoff until the store answers ([`super::owed`]), across any outage.
+//!    If the worker dies before that, the intent's grace runs out and a loop ends the task as
+//!    untracked, telling the thread — never silence.
+//!
+//! Only a handle the store definitely refused has its remote task cancelled (the
+//! compensation, best effort), and the original error is kept. A duplicate remote handle is
+//! rejected without cancelling the task that already has it. A submit future dropped midway
+//! owes what its step left: before the remote call, the intent's withdrawal; during it,
+//! nothing (the grace tells the thread); after it, the handle.
+
+use super::owed::Owed;
+use super::Engine;
 use crate::identity::Identity;
 use crate::ids::{IdSource, ServerId, TaskId};
 use crate::mutation::{self, Mutant};
 use crate::policy::{bounded, MAX_ID, MAX_NAME, MAX_SHOWN_ERROR};
-use crate::ports::{Clock, Driver, Launcher, SubmitRequest};
+use crate::ports::{Clock, Driver, Launcher, SubmitRequest, Submitted};
 use crate::secret::RemoteHandle;
 use crate::snapshot;
-use crate::store::{Scope, Store, StoreError};
+use crate::store::{Scope, Store, StoreError, SubmitSettled, SubmitSettlement};
 use crate::task::TaskRow;
-use crate::transitions::submit::new_row;
-use std::sync::Mutex;
+use crate::transitions::submit::{new_intent, new_row};
 
-/// Inserts of one row within a submit call before its outcome is declared unconfirmed.
-pub const INSERT_ATTEMPTS: u32 = 3;
+/// Store writes of one submit (the intent, then the handle) tried within the call before the
+/// outcome is declared unknown.
+pub const WRITE_ATTEMPTS: u32 = 3;
 
 /// A user's request to start a remote task.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -41,71 +53,68 @@ pub struct SubmitCommand {
 /// Why a submit failed. No variant carries a secret.
 #[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
 pub enum SubmitError {
-    /// The request breaks a limit; nothing was sent to the remote server.
+    /// The request breaks a limit; nothing was started.
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// Nothing was started (the store did not confirm the task's intent, or too many submits
+    /// wait for the store): submitting again is safe.
+    #[error("the task was not started: {0}")]
+    NotStarted(String),
     /// The remote server did not accept the task.
     #[error("the remote server did not accept the task: {0}")]
     Remote(String),
     /// The remote server returned a handle that is already tracked; the existing task is untouched.
     #[error("the remote server returned a task that is already tracked")]
     Duplicate,
-    /// The task could not be persisted; its remote task was cancelled as compensation.
+    /// The remote task started but the store refused to record it: it was cancelled again
+    /// (best effort).
     #[error("the task could not be saved: {0}")]
     Store(StoreError),
-    /// The remote task was started but the store never confirmed whether its row was saved.
-    /// The row is kept and inserted again by later passes (never cancelled blind): once saved,
-    /// the task is tracked and its notifications reach the caller's thread. Resubmitting would
-    /// start a second remote task.
+    /// The remote task was started but the store never confirmed whether its handle was saved.
+    /// The engine keeps the handle and records it once the store answers: the task is then
+    /// tracked and its notifications reach the caller's thread. Resubmitting would start a
+    /// second remote task.
     #[error("the task was started but saving it was not confirmed ({0}); it is saved and reported in this thread once the store answers, so do not submit it again")]
     Unconfirmed(StoreError),
 }
 
-/// What the store's answers say about one row's insert.
-enum Insert {
-    /// The row is stored (inserted now, or found already there).
-    Stored,
-    /// Another task already tracks this remote handle; nothing of ours was stored.
-    Duplicate,
-    /// Definitely not stored.
-    Refused(StoreError),
-    /// Still unknown.
-    Unknown(StoreError),
+/// Where a submit is, for what a dropped submit future owes.
+enum Step {
+    /// The intent is being stored, or is stored; the remote call has not started.
+    BeforeCall,
+    /// The remote call is under way: its outcome is unknown.
+    Calling,
+    /// The remote task started: this is its row.
+    Started(Box<TaskRow>),
+    /// The started task (this row) is being cancelled because nobody will track it, and its
+    /// intent withdrawn when `withdraw` says so.
+    Compensating {
+        started: Box<TaskRow>,
+        withdraw: bool,
+    },
+    /// Settled: nothing is owed.
+    Settled,
 }
 
-/// Queues the submit's unsettled remote task when dropped while armed: with its row while the
-/// insert's outcome is open (a later pass inserts it again), without once the store definitely
-/// refused it (a later pass cancels the remote task).
-struct Armed<'a> {
-    queue: &'a Mutex<Vec<PendingCompensation>>,
+/// Owes, when dropped unsettled, what the submit's step leaves owed.
+struct Armed<'a, S: Store, D: Driver, L: Launcher, C: Clock> {
+    engine: &'a Engine<S, D, L, C>,
     task: TaskId,
-    server: ServerId,
-    handle: Option<RemoteHandle>,
-    row: Option<TaskRow>,
+    step: Step,
 }
 
-impl Armed<'_> {
-    fn disarm(mut self) {
-        self.handle = None;
-    }
-
-    /// The store definitely refused the row: from now on only a cancel is owed.
-    fn refused(&mut self) {
-        self.row = None;
-    }
-}
-
-impl Drop for Armed<'_> {
+impl<S: Store, D: Driver, L: Launcher, C: Clock> Drop for Armed<'_, S, D, L, C> {
     fn drop(&mut self) {
-        if let Some(handle) = self.handle.take() {
-            let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-            queue.push(PendingCompensation {
-                task: self.task.clone(),
-                server: self.server.clone(),
-                handle,
-                row: self.row.take(),
-                attempts: 0,
-            });
+        match std::mem::replace(&mut self.step, Step::Settled) {
+            Step::BeforeCall => self.engine.owe(&self.task, Owed::Withdrawal),
+            Step::Started(row) => self.engine.owe(&self.task, Owed::Handle(row)),
+            Step::Compensating { started, withdraw } => {
+                self.engine.owe(&self.task, cancel_of(&started));
+                if withdraw {
+                    self.engine.owe(&self.task, Owed::Withdrawal);
+                }
+            }
+            Step::Calling | Step::Settled => {}
         }
     }
 }
@@ -118,179 +127,206 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         cmd: SubmitCommand,
     ) -> Result<TaskId, SubmitError> {
         check_request(&cmd)?;
-        let req = SubmitRequest {
-            server: cmd.server.clone(),
+        if !self.may_owe_more() {
+            return Err(SubmitError::NotStarted(
+                "too many earlier submits are waiting for the task store".into(),
+            ));
+        }
+        let now = self.clock.now();
+        let identity = Identity {
+            task_id: ids.task_id(),
             owner: cmd.scope.owner.clone(),
+            thread: cmd.scope.thread,
+            server: cmd.server.clone(),
             name: cmd.name.clone(),
+            handle: RemoteHandle::unrecorded(),
+            created_at: now,
+        };
+        let intent = new_intent(identity, now, &self.policy);
+        let mut armed = Armed {
+            engine: self,
+            task: intent.id().clone(),
+            step: Step::BeforeCall,
+        };
+        if let Err(e) = self.store_intent(&intent).await {
+            armed.step = Step::Settled;
+            return Err(e);
+        }
+        armed.step = Step::Calling;
+        let req = SubmitRequest {
+            server: cmd.server,
+            owner: cmd.scope.owner,
+            name: cmd.name,
             tool: cmd.tool,
             arguments: cmd.arguments,
         };
-        let submitted = self
+        let started = match self.start_remote(&req, &intent).await {
+            Ok(started) => started,
+            Err(e) => {
+                armed.step = Step::Settled;
+                self.withdraw(intent.id()).await;
+                return Err(e);
+            }
+        };
+        armed.step = Step::Started(started.clone());
+        self.record(&mut armed, started).await
+    }
+
+    /// Stores the intent row, inserting it again while the store's answer leaves its outcome
+    /// open; an intent still unconfirmed is owed a withdrawal and nothing is started.
+    async fn store_intent(&self, intent: &TaskRow) -> Result<(), SubmitError> {
+        let mut last = None;
+        for _ in 0..WRITE_ATTEMPTS {
+            match self.store.insert_task(intent.clone()).await {
+                Ok(()) => return Ok(()),
+                // Only our own earlier try can have stored this fresh id.
+                Err(StoreError::DuplicateTask) if last.is_some() => return Ok(()),
+                Err(StoreError::Unavailable(e)) => last = Some(e),
+                Err(StoreError::Invalid(e)) => return Err(SubmitError::Invalid(e)),
+                Err(e) => return Err(SubmitError::NotStarted(e.to_string())),
+            }
+        }
+        self.owe(intent.id(), Owed::Withdrawal);
+        let e = last.unwrap_or_default();
+        tracing::warn!(task = %intent.id(), error = %e, "submit intent unconfirmed; nothing started, the intent is withdrawn once the store answers");
+        Err(SubmitError::NotStarted(format!("the task store is unavailable: {e}")))
+    }
+
+    /// Calls the driver and builds the started task's row from the handle and first report.
+    async fn start_remote(
+        &self,
+        req: &SubmitRequest,
+        intent: &TaskRow,
+    ) -> Result<Box<TaskRow>, SubmitError> {
+        let Submitted { handle, report } = self
             .driver
-            .submit(&req)
+            .submit(req)
             .await
             .map_err(|e| SubmitError::Remote(bounded(&e.to_string(), MAX_SHOWN_ERROR)))?;
-        let handle = submitted.handle;
         if handle.remote_task_id.expose().trim().is_empty() {
             // Nothing could ever reach that task again (not even a compensating cancel).
             return Err(SubmitError::Remote(
                 "the remote server answered with a blank task id".into(),
             ));
         }
-        let now = self.clock.now();
-        let first = submitted.report.map(|r| snapshot::validate(&r, &handle));
+        let first = report.map(|r| snapshot::validate(&r, &handle));
         let identity = Identity {
-            task_id: ids.task_id(),
-            owner: cmd.scope.owner,
-            thread: cmd.scope.thread,
-            server: cmd.server,
-            name: cmd.name,
-            handle: handle.clone(),
-            created_at: now,
+            handle,
+            ..intent.identity.clone()
         };
-        let task_id = identity.task_id.clone();
-        let row = new_row(identity, first, now, &self.policy);
-        let mut armed = Armed {
-            queue: &self.compensations,
-            task: task_id.clone(),
-            server: row.identity.server.clone(),
-            handle: Some(handle.clone()),
-            row: Some(row.clone()),
-        };
-        let mut outcome = match self.store.insert_task(row.clone()).await {
-            Ok(()) => Insert::Stored,
-            // The first try cannot have met our own row: the handle is someone else's.
-            Err(StoreError::DuplicateHandle) => Insert::Duplicate,
-            Err(e @ StoreError::Unavailable(_))
-                if !mutation::active(Mutant::UnconfirmedInsertCompensated) =>
-            {
-                Insert::Unknown(e)
-            }
-            Err(e) => Insert::Refused(e),
-        };
-        for _ in 1..INSERT_ATTEMPTS {
-            let Insert::Unknown(_) = &outcome else { break };
-            outcome = self.insert_again(&row).await;
+        let now = self.clock.now();
+        Ok(Box::new(new_row(identity, first, now, &self.policy)))
+    }
+
+    /// Deletes an intent nothing was started for; owed when the store does not answer.
+    async fn withdraw(&self, task: &TaskId) {
+        let settled = self
+            .store
+            .settle_submit(task, SubmitSettlement::Withdrawn, self.clock.now())
+            .await;
+        if let Err(StoreError::Unavailable(_)) = settled {
+            self.owe(task, Owed::Withdrawal);
         }
-        match outcome {
-            Insert::Stored => {
-                armed.disarm();
-                Ok(task_id)
+    }
+}
+
+/// What the store's answers say about a handle write.
+enum HandleWrite {
+    Recorded,
+    /// The intent no longer waits (its grace ran out): the remote task must go.
+    TooLate,
+    Duplicate,
+    Refused(StoreError),
+    Unknown(StoreError),
+}
+
+impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
+    /// Records the started task's handle, settling `armed` with the outcome.
+    async fn record(
+        &self,
+        armed: &mut Armed<'_, S, D, L, C>,
+        started: Box<TaskRow>,
+    ) -> Result<TaskId, SubmitError> {
+        let task = armed.task.clone();
+        let mut outcome = HandleWrite::Unknown(StoreError::Unavailable(String::new()));
+        for _ in 0..WRITE_ATTEMPTS {
+            outcome = self.write_handle(&task, &started).await;
+            if !matches!(outcome, HandleWrite::Unknown(_)) {
+                break;
             }
-            Insert::Duplicate => {
-                armed.disarm();
+        }
+        if let HandleWrite::Unknown(e) = &outcome {
+            // Left armed with the started row: dropped, it owes the handle.
+            tracing::warn!(task = %task, error = %e, "submit's handle unconfirmed; kept and saved once the store answers");
+            return Err(SubmitError::Unconfirmed(e.clone()));
+        }
+        let result = match outcome {
+            HandleWrite::Recorded => Ok(task.clone()),
+            HandleWrite::Duplicate => {
+                armed.step = Step::BeforeCall;
+                self.withdraw(&task).await;
                 Err(SubmitError::Duplicate)
             }
-            Insert::Unknown(e) => {
-                // Dropped here, the armed guard queues the row to be inserted again.
-                drop(armed);
-                tracing::warn!(task = %task_id, error = %e, "insert unconfirmed; queued to be inserted again");
-                Err(SubmitError::Unconfirmed(e))
+            HandleWrite::TooLate => {
+                armed.step = Step::Compensating {
+                    started: started.clone(),
+                    withdraw: false,
+                };
+                self.compensate(&task, &started).await;
+                Err(SubmitError::Store(StoreError::Unavailable(
+                    "the task's intent ended before its handle was saved".into(),
+                )))
             }
-            Insert::Refused(e) => {
-                armed.refused();
-                // Still armed during the compensating cancel: dropped there, it is queued.
-                let server = armed.server.clone();
-                if mutation::active(Mutant::CompensationSkipped) {
-                    armed.disarm();
-                    return Err(SubmitError::Store(e));
-                }
-                let cancelled = self.driver.cancel(&server, &handle).await;
-                armed.disarm();
-                if let Err(cancel_error) = cancelled {
-                    tracing::warn!(task = %task_id, error = %snapshot::storable(&cancel_error.to_string(), &handle), "compensating cancel failed; queued");
-                    self.queue_compensation(PendingCompensation {
-                        task: task_id,
-                        server,
-                        handle,
-                        row: None,
-                        attempts: 1,
-                    });
-                }
+            HandleWrite::Refused(e) | HandleWrite::Unknown(e) => {
+                armed.step = Step::Compensating {
+                    started: started.clone(),
+                    withdraw: true,
+                };
+                self.compensate(&task, &started).await;
+                self.withdraw(&task).await;
                 Err(SubmitError::Store(e))
             }
+        };
+        armed.step = Step::Settled;
+        result
+    }
+
+    async fn write_handle(&self, task: &TaskId, started: &TaskRow) -> HandleWrite {
+        let settlement = SubmitSettlement::Started(Box::new(started.clone()));
+        let answer = self
+            .store
+            .settle_submit(task, settlement, self.clock.now())
+            .await;
+        let unknown_is_refused = mutation::active(Mutant::UnconfirmedInsertCompensated);
+        match answer {
+            Ok(SubmitSettled::Recorded) => HandleWrite::Recorded,
+            Ok(SubmitSettled::Withdrawn | SubmitSettled::NotAwaiting) => HandleWrite::TooLate,
+            Err(StoreError::DuplicateHandle) => HandleWrite::Duplicate,
+            Err(e @ StoreError::Unavailable(_)) if !unknown_is_refused => HandleWrite::Unknown(e),
+            Err(e) => HandleWrite::Refused(e),
         }
     }
 
-    /// Inserts `row` again after an answer that left its first insert's outcome open: a
-    /// duplicate-task answer means an earlier insert committed, and a duplicate-handle answer
-    /// is ours when the row can be read back.
-    async fn insert_again(&self, row: &TaskRow) -> Insert {
-        match self.store.insert_task(row.clone()).await {
-            Ok(()) | Err(StoreError::DuplicateTask) => Insert::Stored,
-            Err(StoreError::DuplicateHandle) => {
-                let scope = Scope {
-                    owner: row.identity.owner.clone(),
-                    thread: row.identity.thread.clone(),
-                };
-                match self.store.get_task(&scope, row.id()).await {
-                    Ok(Some(_)) => Insert::Stored,
-                    Ok(None) => Insert::Duplicate,
-                    Err(e) => Insert::Unknown(e),
-                }
-            }
-            Err(e @ StoreError::Unavailable(_)) => Insert::Unknown(e),
-            Err(e) => Insert::Refused(e),
+    /// Cancels a started remote task nobody will track (best effort; owed on failure).
+    async fn compensate(&self, task: &TaskId, started: &TaskRow) {
+        let owes_cancel = !mutation::active(Mutant::CompensationSkipped);
+        if !owes_cancel {
+            return;
+        }
+        let (server, handle) = (&started.identity.server, &started.identity.handle);
+        if let Err(e) = self.driver.cancel(server, handle).await {
+            let error = snapshot::storable(&e.to_string(), handle);
+            tracing::warn!(task = %task, error = %error, "compensating cancel failed; queued");
+            self.owe(task, cancel_of(started));
         }
     }
+}
 
-    fn queue_compensation(&self, pending: PendingCompensation) {
-        let mut queue = self.compensations.lock().unwrap_or_else(|p| p.into_inner());
-        queue.push(pending);
-    }
-
-    /// Settles submits that did not: a row whose insert was never confirmed is inserted again
-    /// (stored: done; definitely refused: its remote task is cancelled; still unknown: kept),
-    /// and a remote task whose row was refused is cancelled. Each entry is tried
-    /// [`COMPENSATION_ATTEMPTS`] times in all, then given up with a warning — an unconfirmed
-    /// row is never given up by cancelling its remote task. Returns how many remote tasks were
-    /// cancelled.
-    pub async fn compensate_pending(&self) -> usize {
-        let pending =
-            std::mem::take(&mut *self.compensations.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut cancelled = 0;
-        for mut p in pending {
-            let again = p.attempts + 1 < COMPENSATION_ATTEMPTS;
-            p.attempts += 1;
-            if let Some(row) = p.row.take() {
-                match self.insert_again(&row).await {
-                    Insert::Stored => {
-                        tracing::info!(task = %p.task, "unconfirmed insert saved after all")
-                    }
-                    Insert::Duplicate => {}
-                    Insert::Refused(e) => {
-                        tracing::warn!(task = %p.task, error = %e, "unconfirmed insert refused; its remote task is cancelled");
-                        self.queue_compensation(p);
-                    }
-                    Insert::Unknown(_) if again => {
-                        p.row = Some(row);
-                        self.queue_compensation(p);
-                    }
-                    Insert::Unknown(e) => tracing::warn!(
-                        task = %p.task, error = %e,
-                        "insert still unconfirmed after {COMPENSATION_ATTEMPTS} attempts; given up, its remote task left running"
-                    ),
-                }
-                continue;
-            }
-            match self.driver.cancel(&p.server, &p.handle).await {
-                Ok(_) => cancelled += 1,
-                Err(_) if again => self.queue_compensation(p),
-                Err(_) => tracing::warn!(
-                    task = %p.task,
-                    "compensating cancel given up after {COMPENSATION_ATTEMPTS} attempts"
-                ),
-            }
-        }
-        cancelled
-    }
-
-    /// Submits still unsettled: rows to insert again and remote tasks to cancel.
-    pub fn pending_compensations(&self) -> usize {
-        self.compensations
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+/// The compensating cancel of the started task `started`.
+fn cancel_of(started: &TaskRow) -> Owed {
+    Owed::Cancel {
+        server: started.identity.server.clone(),
+        handle: started.identity.handle.clone(),
     }
 }
 

@@ -165,6 +165,11 @@ pub enum NotifyAction {
     RunSucceeded,
     /// The run failed, timed out, was interrupted or is missing: counted; next attempt.
     RunFailed(String),
+    /// The run outlived `max_run_life` and was interrupted — or its interrupt failed: counted;
+    /// next attempt, like [`NotifyAction::RunFailed`], but the run's id is kept, so the next
+    /// attempt looks at it before launching and its late success still delivers the version
+    /// (DOMAIN §3: one version, one delivery).
+    RunOutlived(String),
     /// The run is still going: look again later. Not a failure.
     RunPending,
     /// The run's status could not be read: counted; look again after backoff.
@@ -233,6 +238,11 @@ fn apply(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) 
             o.last_error = Some(stored_error(&error));
             o.status = NotifyStatus::Retry;
             o.due_at = now.plus(policy.retry_delay(o.failures));
+        }
+        NotifyAction::RunOutlived(error) => {
+            let interrupted = o.run_id.take();
+            apply(o, NotifyAction::RunFailed(error), now, policy);
+            o.run_id = interrupted;
         }
         NotifyAction::RunPending => {
             o.due_at = now.plus(policy.run_check_interval);

@@ -1,5 +1,15 @@
-//! The first row of a task (DOMAIN §7). A task already terminal or input_required at submit
-//! notifies at once: its first event opens the channel as version 1.
+//! The first rows of a task (DOMAIN §7): the submit's intent, stored before the remote call,
+//! and the handle recorded on it after the call. A task already terminal or input_required at
+//! submit notifies at once: its first event opens the channel as version 1.
+//!
+//! An intent is a `submitted` row with an unrecorded handle ([`crate::secret::RemoteHandle::unrecorded`]),
+//! nothing to say, and its first poll due only when `submit_grace` has passed since it was
+//! stored. The submit records the handle on it ([`record_handle`]) or, when nothing was
+//! started, withdraws it. An intent still waiting when its grace is over belongs to a submit
+//! that died between the remote call and the handle write: a loop that claims it makes no
+//! remote call and ends it `failed` with [`UNTRACKED`] ([`untracked`]), which is delivered to
+//! the thread like any end — never silence. The handle write and that ending exclude each other
+//! on the row: the first to land wins, and the handle write voids the loops' leases.
 
 use crate::event::Event;
 use crate::identity::Identity;
@@ -7,10 +17,82 @@ use crate::invariants::debug_check_row;
 use crate::policy::Policy;
 use crate::remote::RemoteState;
 use crate::snapshot::{Observed, ProtocolError};
+use crate::status::RemoteStatus;
 use crate::task::{AnswerState, CancelState, Outbox, PollState, TaskRow};
 use crate::time::Timestamp;
+use crate::transitions::cancel;
 use crate::transitions::outbox::record_event;
-use crate::transitions::poll::next_poll_delay;
+use crate::transitions::poll::{self, next_poll_delay, PollUpdate};
+
+/// The error of a task whose submit never recorded its handle: the thread is told exactly this.
+pub const UNTRACKED: &str = "the task may have started but could not be tracked: the worker that \
+submitted it stopped before it could save the remote task's id, so its progress and result \
+cannot be followed";
+
+/// The intent row of a submit by `identity` (whose handle must be unrecorded) at `now`.
+pub fn new_intent(identity: Identity, now: Timestamp, policy: &Policy) -> TaskRow {
+    debug_assert!(
+        identity.handle.is_unrecorded(),
+        "an intent row carries no handle yet"
+    );
+    let mut row = new_row(identity, None, now, policy);
+    row.poll.next_poll_at = Some(grace_end(&row, policy));
+    debug_check_row(&row);
+    row
+}
+
+/// When an intent that is still waiting for its handle is ended as untracked.
+pub fn grace_end(row: &TaskRow, policy: &Policy) -> Timestamp {
+    row.identity.created_at.plus(policy.submit_grace)
+}
+
+/// Whether `row` is a submit's intent still waiting for its handle.
+pub fn awaits_handle(row: &TaskRow) -> bool {
+    row.identity.handle.is_unrecorded() && row.remote.status == RemoteStatus::Submitted
+}
+
+/// Records on the intent `row` the handle of `started` — the row [`new_row`] builds from the
+/// handle and the remote's first report — at `now`. Returns `false`, changing nothing, when the
+/// row no longer waits for a handle ([`awaits_handle`]: it was ended as untracked).
+///
+/// The poll and cancel leases are voided, so a loop that claimed the intent cannot end it any
+/// more. Without a cancel request the first report is applied and its event recorded, as at a
+/// submit; with one, only the handle is kept and the cancel work is due at once (no report is
+/// applied after a cancel request: the cancel's own answer tells the end).
+pub fn record_handle(row: &mut TaskRow, started: &TaskRow, now: Timestamp) -> bool {
+    if !awaits_handle(row) {
+        return false;
+    }
+    row.identity.handle = started.identity.handle.clone();
+    row.poll.lease = None;
+    row.cancel.lease = None;
+    if cancel::in_progress(row) {
+        row.poll.next_poll_at = Some(now);
+        row.cancel.due_at = Some(now);
+    } else {
+        row.remote = started.remote.clone();
+        row.poll.next_poll_at = started.poll.next_poll_at;
+        let event = Event::build(&row.identity, &row.remote, None).map(Event::fingerprinted);
+        record_event(&mut row.outbox, event, now);
+    }
+    debug_check_row(row);
+    true
+}
+
+/// The ending of an intent whose grace is over: `failed` with [`UNTRACKED`], as a poll result
+/// completed at `at` (a terminal event follows, so the thread is told).
+pub fn untracked(row: &TaskRow, at: Timestamp, policy: &Policy) -> PollUpdate {
+    let observed = Observed {
+        status: RemoteStatus::Failed,
+        result: None,
+        result_truncated: false,
+        artifact: None,
+        error: Some(UNTRACKED.to_owned()),
+        input_request: None,
+        poll_hint: None,
+    };
+    poll::on_report(row, Ok(observed), at, policy)
+}
 
 /// The row of a newly submitted task, given the remote's first report if it sent one.
 /// Without a report the task is `submitted` and due for its first poll at once.
@@ -93,6 +175,13 @@ pub fn validate(row: &TaskRow) -> Result<(), crate::store::StoreError> {
                 "{field} is empty"
             )));
         }
+    }
+    if row.identity.handle.is_unrecorded()
+        && !(awaits_handle(row) && row.outbox.event_version == 0)
+    {
+        return Err(crate::store::StoreError::Invalid(
+            "only a submit's intent row may lack a remote task id".into(),
+        ));
     }
     if row.answer != AnswerState::none() {
         return Err(crate::store::StoreError::Invalid(

@@ -39,7 +39,8 @@ use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
     ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest,
-    Pruned, Release, RequeueOutcome, Scope, Store, StoreError, WriteOutcome,
+    Pruned, Release, RequeueOutcome, Scope, Store, StoreError, SubmitSettled, SubmitSettlement,
+    WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -688,15 +689,15 @@ impl Launcher for RecordingLauncher {
 // TestStore
 // ---------------------------------------------------------------------------------------------
 
-/// What `insert_task` does.
+/// What `insert_task` (a submit's intent) or the handle write of `settle_submit` does.
 #[derive(Clone, Debug, Default)]
 pub enum InsertFault {
-    /// Inserts.
+    /// Writes.
     #[default]
     None,
-    /// Fails with this error, inserting nothing.
+    /// Fails with this error, writing nothing.
     Fail(StoreError),
-    /// Inserts, then answers with this error (a reply lost after the commit); once, then the
+    /// Writes, then answers with this error (a reply lost after the commit); once, then the
     /// fault is cleared.
     CommitThenFailOnce(StoreError),
     /// Never completes.
@@ -719,6 +720,7 @@ pub enum StoreClock {
 struct StoreFaults {
     clock: StoreClock,
     insert: InsertFault,
+    handle: InsertFault,
     poisoned: BTreeSet<TaskId>,
     poisoned_results: Vec<String>,
 }
@@ -757,6 +759,20 @@ impl TestStore {
 
     pub fn set_insert_fault(&self, fault: InsertFault) {
         lock(&self.faults).insert = fault;
+    }
+
+    /// What recording a submit's handle (`settle_submit` with a started row) does from now on.
+    pub fn set_handle_fault(&self, fault: InsertFault) {
+        lock(&self.faults).handle = fault;
+    }
+
+    /// The store is down for submits: the intent insert and the handle write both fail with
+    /// `e` (or, with `None`, both work again).
+    pub fn set_submit_outage(&self, e: Option<StoreError>) {
+        let fault = e.map_or(InsertFault::None, InsertFault::Fail);
+        let mut faults = lock(&self.faults);
+        faults.insert = fault.clone();
+        faults.handle = fault;
     }
 
     /// Any batch write that names `task` is rejected as a whole (`StoreError::Invalid`).
@@ -822,6 +838,32 @@ impl Store for TestStore {
             InsertFault::CommitThenFailOnce(e) => {
                 lock(&self.faults).insert = InsertFault::None;
                 self.mem.insert_task(row).await?;
+                Err(e)
+            }
+            InsertFault::Hang => std::future::pending().await,
+        }
+    }
+
+    async fn settle_submit(
+        &self,
+        task: &TaskId,
+        settlement: SubmitSettlement,
+        now: Timestamp,
+    ) -> Result<SubmitSettled, StoreError> {
+        if matches!(settlement, SubmitSettlement::Withdrawn) {
+            // A withdrawal is a delete: it fails as the intent's insert does.
+            if let InsertFault::Fail(e) = lock(&self.faults).insert.clone() {
+                return Err(e);
+            }
+            return self.mem.settle_submit(task, settlement, now).await;
+        }
+        let fault = lock(&self.faults).handle.clone();
+        match fault {
+            InsertFault::None => self.mem.settle_submit(task, settlement, now).await,
+            InsertFault::Fail(e) => Err(e),
+            InsertFault::CommitThenFailOnce(e) => {
+                lock(&self.faults).handle = InsertFault::None;
+                self.mem.settle_submit(task, settlement, now).await?;
                 Err(e)
             }
             InsertFault::Hang => std::future::pending().await,

@@ -114,6 +114,7 @@ pub fn bench_policy(batch: usize) -> Policy {
         batch_size: batch,
         max_run_life: Duration::from_secs(60),
         max_clock_skew: Duration::from_secs(2),
+        submit_grace: Duration::from_secs(60),
     }
 }
 

@@ -127,6 +127,7 @@ pub fn stress_policy() -> Policy {
         // Virtual time runs faster than the database's clock, so the two cannot be compared:
         // the skew guard is off (every engine shares one virtual clock).
         max_clock_skew: Duration::MAX,
+        submit_grace: Duration::from_secs(10 * 60),
     }
 }
 

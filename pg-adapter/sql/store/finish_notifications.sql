@@ -3,7 +3,8 @@
 -- the refusal, or the outbox after the write.
 -- $1 ids, $2 lease owners, $3 lease tokens, $4 dispatch versions (the frozen snapshot's),
 -- $5 actions ('launched', 'busy', 'thread_gone', 'launch_failed', 'run_succeeded',
--- 'run_failed', 'run_pending', 'lookup_failed', 'budget_exhausted'), $6 launched run ids,
+-- 'run_failed', 'run_outlived', 'run_pending', 'lookup_failed', 'budget_exhausted'; a run that
+-- outlived max_run_life is a failed run whose id is kept), $6 launched run ids,
 -- $7 errors (bounded), $8 now (the lease must be unexpired then), $9 now + run_check_interval,
 -- $10 due times now + retry_delay(n) for n = 0..=17 (indexed by the failure count, capped).
 WITH batch AS (
@@ -42,7 +43,8 @@ checked AS (
         -- a launch to retry while the latest event is gone: nothing is left to send
         batch.action IN ('busy', 'launch_failed') AND locked.event IS NULL AS event_gone,
         -- a counted failure
-        batch.action IN ('launch_failed', 'run_failed', 'lookup_failed') AS counts_failure
+        batch.action IN ('launch_failed', 'run_failed', 'run_outlived', 'lookup_failed')
+            AS counts_failure
     FROM batch LEFT JOIN locked ON locked.id = batch.id
 ),
 updated AS (
@@ -54,7 +56,7 @@ updated AS (
             WHEN checked.action = 'launched' THEN 'dispatched'
             WHEN checked.action IN ('busy', 'launch_failed') THEN
                 CASE WHEN checked.event_gone THEN 'none' ELSE 'pending' END
-            WHEN checked.action = 'run_failed' THEN 'retry'
+            WHEN checked.action IN ('run_failed', 'run_outlived') THEN 'retry'
             WHEN checked.channel_reopened THEN 'pending'
             WHEN checked.action = 'run_succeeded' THEN 'delivered'
             WHEN checked.dispatch_ended THEN 'dead_letter'
@@ -77,7 +79,7 @@ updated AS (
             WHEN checked.channel_reopened THEN 0
             ELSE task.notify_failures END,
         dispatch_attempt = CASE
-            WHEN checked.action = 'run_failed' THEN task.dispatch_attempt + 1
+            WHEN checked.action IN ('run_failed', 'run_outlived') THEN task.dispatch_attempt + 1
             WHEN checked.channel_reopened THEN 0
             ELSE task.dispatch_attempt END,
         notify_last_error = CASE

@@ -4,6 +4,7 @@
 //! reads the engine's bookkeeping. Each violation names the invariant, the task and the first
 //! history entry involved.
 
+mod acknowledged;
 mod answers;
 mod degraded;
 mod delivery;
@@ -195,6 +196,7 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     runs::check(&facts, &mut v);
     landing::check(&facts, &mut v);
     orphans::check(&facts, &mut v);
+    acknowledged::check(&facts, &mut v);
     spacing::check(&facts, &mut v);
     degraded::check(&facts, &mut v);
     v

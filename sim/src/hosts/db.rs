@@ -14,12 +14,15 @@ use crate::naming::task_number;
 use crate::plan::QuirkKind;
 use crate::wire::db::{Envelope, StoreRequest, StoreResponse};
 use crate::wire::rpc::{serve, Reply};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use tasklatch_core::ids::WorkerId;
 use tasklatch_core::lease::LeaseKind;
-use tasklatch_core::store::{CancelOutcome, Claimed, PollWrite, Scope, StoreError, WriteOutcome};
+use tasklatch_core::store::{
+    CancelOutcome, Claimed, PollWrite, Scope, StoreError, SubmitSettled, SubmitSettlement,
+    WriteOutcome,
+};
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
 use tasklatch_core::transitions::answer::AnswerAction;
@@ -38,13 +41,15 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
         let verdicts = verdicts.clone();
         let seen = seen.clone();
         async move {
-            let answer = match (&env.body, refused(&ctx, &verdicts, &env.body)) {
+            let refusal = down(&ctx, &env.body).or_else(|| refused(&ctx, &verdicts, &env.body));
+            let answer = match (&env.body, refusal) {
                 (_, Some(refusal)) => refusal,
                 (StoreRequest::Time, None) => world_time(),
                 (_, None) => backend.store(env.body.clone()).await,
             };
+            let tracked = tracked_version(&backend, &env.body, &answer).await;
             let dropped = lose_reply(&ctx, Service::Db, &replies);
-            record(&ctx, &env, &answer, dropped, &seen);
+            record(&ctx, &env, &answer, dropped, &seen, tracked);
             if dropped {
                 Reply::Drop
             } else {
@@ -60,6 +65,39 @@ pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
 struct WritesSeen {
     spent: SpentBudgets,
     confirmed: ConfirmedRuns,
+    /// The tasks whose handle write was recorded (a retried write answers `Recorded` again).
+    tracked: BTreeSet<String>,
+}
+
+/// An unavailable answer to any call while a store-down fault is active (a failover).
+fn down(ctx: &Ctx, req: &StoreRequest) -> Option<StoreResponse> {
+    let (index, ()) = ctx
+        .active(now_ms(), |k| matches!(k, FaultKind::StoreDown).then_some(()))
+        .next()?;
+    ctx.fire(index, "db");
+    if matches!(req, StoreRequest::SettleSubmit(_, SubmitSettlement::Started(_), _)) {
+        ctx.exercised("handle_write_met_store_down", "db", None);
+    }
+    Some(req.failed(StoreError::Unavailable(
+        "the database is unreachable (failover)".into(),
+    )))
+}
+
+/// The event version a submit's row holds right after its handle write `req` answered
+/// `Recorded` — the version its first report opened, or none when a cancel request came first
+/// — read back from the store; `None` for any other call or answer.
+async fn tracked_version(backend: &Backend, req: &StoreRequest, answer: &StoreResponse) -> Option<u64> {
+    let (StoreRequest::SettleSubmit(task, SubmitSettlement::Started(row), _), StoreResponse::Settled(Ok(SubmitSettled::Recorded))) = (req, answer) else {
+        return None;
+    };
+    let scope = Scope {
+        owner: row.identity.owner.clone(),
+        thread: row.identity.thread.clone(),
+    };
+    match backend.store(StoreRequest::Get(scope, task.clone())).await {
+        StoreResponse::Row(Ok(Some(row))) => Some(row.outbox.event_version),
+        _ => None,
+    }
 }
 
 /// Whether each task's row is refused, decided at its first insert.
@@ -71,7 +109,7 @@ type Verdicts = Mutex<BTreeMap<String, bool>>;
 /// hand out twice (an owner with a duplicate-handle quirk in the plan): a database would answer
 /// that one with its unique index first.
 fn refused(ctx: &Ctx, verdicts: &Verdicts, req: &StoreRequest) -> Option<StoreResponse> {
-    let StoreRequest::Insert(row) = req else {
+    let StoreRequest::SettleSubmit(_, SubmitSettlement::Started(row), _) = req else {
         return None;
     };
     let id = row.id().as_str().to_owned();
@@ -92,9 +130,9 @@ fn refused(ctx: &Ctx, verdicts: &Verdicts, req: &StoreRequest) -> Option<StoreRe
         }
     };
     refuse.then(|| {
-        StoreResponse::Unit(Err(StoreError::Invalid(
+        req.failed(StoreError::Invalid(
             "the database refused the row (constraint violation)".into(),
-        )))
+        ))
     })
 }
 
@@ -139,6 +177,7 @@ fn notify_action_name(a: &NotifyAction) -> &'static str {
         NotifyAction::LaunchFailed(_) => "launch_failed",
         NotifyAction::RunSucceeded => "run_succeeded",
         NotifyAction::RunFailed(_) => "run_failed",
+        NotifyAction::RunOutlived(_) => "run_outlived",
         NotifyAction::RunPending => "run_pending",
         NotifyAction::LookupFailed(_) => "lookup_failed",
         NotifyAction::BudgetExhausted => "budget_exhausted",
@@ -190,6 +229,7 @@ fn record(
     answer: &StoreResponse,
     dropped: bool,
     seen: &Mutex<WritesSeen>,
+    tracked: Option<u64>,
 ) {
     let h = &ctx.history;
     if let StoreResponse::Outcomes(Ok(o)) = answer {
@@ -209,18 +249,10 @@ fn record(
             }
             record_claim(ctx, LeaseKind::Notify, &hand_off.worker, claimed, dropped);
         }
-        (StoreRequest::Insert(row), StoreResponse::Unit(r)) => h.record_about(
-            "db",
-            row.id().as_str(),
-            Event::StoreInsert {
-                task_id: row.id().to_string(),
-                outcome: r
-                    .clone()
-                    .map(|()| row.outbox.event_version)
-                    .map_err(|e| e.to_string()),
-                dropped,
-            },
-        ),
+        (
+            StoreRequest::SettleSubmit(task, SubmitSettlement::Started(_), _),
+            StoreResponse::Settled(r),
+        ) => handle_written(ctx, task.as_str(), r, tracked, dropped, seen),
         (StoreRequest::Claim(kind, req), StoreResponse::Claimed(Ok(claimed))) => {
             record_claim(ctx, *kind, &req.worker, claimed, dropped)
         }
@@ -243,6 +275,37 @@ fn record(
         }
         _ => {}
     }
+}
+
+/// A submit's handle write as the store answered it, recorded as the row's insert: the moment
+/// the started task became tracked (its first event version), or the store's refusal. A
+/// retried write that finds the handle recorded already is not recorded again; an intent that
+/// no longer waited (ended as untracked, or withdrawn) records nothing.
+fn handle_written(
+    ctx: &Ctx,
+    task: &str,
+    answer: &Result<SubmitSettled, StoreError>,
+    tracked: Option<u64>,
+    dropped: bool,
+    seen: &Mutex<WritesSeen>,
+) {
+    let outcome = match (answer, tracked) {
+        (Ok(SubmitSettled::Recorded), Some(version)) => {
+            let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+            if !seen.tracked.insert(task.to_owned()) {
+                return;
+            }
+            Ok(version)
+        }
+        (Err(e), _) => Err(e.to_string()),
+        _ => return,
+    };
+    let event = Event::StoreInsert {
+        task_id: task.to_owned(),
+        outcome,
+        dropped,
+    };
+    ctx.history.record_about("db", task, event);
 }
 
 /// The rows of a guarded batch write as the store answered them, and what they exercised.

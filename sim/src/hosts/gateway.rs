@@ -30,6 +30,8 @@ pub struct GatewayState {
     known: BTreeSet<RunId>,
     pub(super) scheduled: BTreeSet<RunId>,
     pub(super) lost: BTreeSet<RunId>,
+    /// Runs that ignore interrupts (a stubborn-runs fault was active at their start).
+    pub(super) stubborn: BTreeSet<RunId>,
     rng: ChaCha8Rng,
     pub(super) replies: AtomicU64,
     /// `langgraph` mode: the simulated Agent Server.
@@ -48,6 +50,7 @@ impl GatewayState {
             known: BTreeSet::new(),
             scheduled: BTreeSet::new(),
             lost: BTreeSet::new(),
+            stubborn: BTreeSet::new(),
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6761_7465),
             replies: AtomicU64::new(0),
             server: AgentServer::default(),
@@ -133,6 +136,9 @@ async fn handle(
                 .ledger(LedgerCall::DeleteThread(req, now_ts()))
                 .await,
         ))),
+        GatewayRequest::InterruptRun { ref run, .. } if ignores_interrupt(&ctx, &state, run) => {
+            Reply::Send(GatewayResponse::Done(Err(INTERRUPT_IGNORED.into())))
+        }
         GatewayRequest::InterruptRun { run, .. } => {
             let answer = backend
                 .ledger(LedgerCall::Finish(
@@ -153,6 +159,24 @@ async fn handle(
             "404: the ledger gateway has no such route".into(),
         ))),
     }
+}
+
+/// What the agent server answers an interrupt of a run that ignores it.
+pub(super) const INTERRUPT_IGNORED: &str = "500: the run could not be interrupted";
+
+/// Whether `run` ignores interrupts (a stubborn-runs fault was active at its start): the
+/// interrupt fails and the run goes on to its scheduled, successful end. Shared by both
+/// gateway modes.
+pub(super) fn ignores_interrupt(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId) -> bool {
+    let stubborn = state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .stubborn
+        .contains(run);
+    if stubborn {
+        ctx.exercised("interrupt_ignored_run_went_on", "gateway", None);
+    }
+    stubborn
 }
 
 /// A run the engine interrupted: it ends now (its scheduled end finds it ended and records
@@ -394,6 +418,24 @@ fn doomed(ctx: &Ctx, state: &Mutex<GatewayState>, key: &str, t: u64) -> Option<u
     None
 }
 
+/// `Some(run_ms)` when a stubborn-runs fault active at `t` makes `run` ignore interrupts and
+/// succeed after `run_ms`; the run is remembered as such.
+fn stubborn(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId, t: u64) -> Option<u64> {
+    let (index, run_ms) = ctx
+        .active(t, |k| match k {
+            FaultKind::StubbornRuns { run_ms } => Some(*run_ms),
+            _ => None,
+        })
+        .next()?;
+    ctx.fire(index, "gateway");
+    state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .stubborn
+        .insert(run.clone());
+    Some(run_ms)
+}
+
 /// How long a run started at `t` takes and how it ends: slow and bad-run faults active at
 /// its start decide, and a lost-runs fault makes the gateway forget it (it reads "missing").
 fn run_fate(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId, t: u64) -> (u64, RunStatus) {
@@ -410,6 +452,11 @@ fn run_fate(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId, t: u64) -> (u64
     let stuck = ctx
         .active(t, |k| matches!(k, FaultKind::StuckRuns).then_some(()))
         .next();
+    if stuck.is_none() {
+        if let Some(run_ms) = stubborn(ctx, state, run, t) {
+            return (run_ms, RunStatus::Success);
+        }
+    }
     // A stuck run is never also forgotten: a run the gateway denies while it holds its thread
     // forever would leave the engine nothing to interrupt.
     let lost = ctx

@@ -72,6 +72,11 @@ pub async fn handle(
             }
             GatewayResponse::Cancelled(rolled.ok_or_else(|| "404 run not found".to_owned()))
         }
+        GatewayRequest::InterruptRun { ref run, .. }
+            if super::gateway::ignores_interrupt(&ctx, &state, run) =>
+        {
+            GatewayResponse::Done(Err(super::gateway::INTERRUPT_IGNORED.into()))
+        }
         GatewayRequest::InterruptRun { thread, run } => {
             let ended = {
                 let mut st = lock(&state);

@@ -15,6 +15,7 @@ use tasklatch_core::engine::SubmitCommand;
 use tasklatch_core::ids::{IdSource, SeededIds, TaskId, WorkerId};
 use tasklatch_core::secret::Secret;
 use tasklatch_core::store::{AnswerRequest, CancelTarget, RequeueOutcome, Scope};
+use crate::timing::PASS_INTERVAL;
 
 fn scope(o: u32, t: u32) -> Scope {
     Scope {
@@ -78,6 +79,15 @@ pub async fn host(ctx: Arc<Ctx>) -> turmoil::Result {
         )
         .await;
     }
+    // What submits owe (handles, withdrawals, compensating cancels) is settled from the start,
+    // every pass interval, as a worker lane does (DOMAIN §7).
+    let settling = engine.clone();
+    tokio::task::spawn_local(async move {
+        loop {
+            settling.settle_submits().await;
+            tokio::time::sleep(PASS_INTERVAL).await;
+        }
+    });
     let mut actions: Vec<(u64, usize, Action)> = Vec::new();
     for (i, t) in ctx.plan.tasks.iter().enumerate() {
         actions.push((t.submit_at_ms, i, Action::Submit(t.clone())));
@@ -110,10 +120,7 @@ pub async fn host(ctx: Arc<Ctx>) -> turmoil::Result {
         let _ = r.await;
     }
     ctx.set_user_done();
-    loop {
-        engine.compensate_pending().await;
-        tokio::time::sleep(Duration::from_secs(5)).await;
-    }
+    std::future::pending().await
 }
 
 async fn admin(launcher: &RpcLauncher, req: GatewayRequest) {

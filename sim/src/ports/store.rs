@@ -40,6 +40,19 @@ impl Store for RpcStore {
         }
     }
 
+    async fn settle_submit(
+        &self,
+        task: &TaskId,
+        settlement: SubmitSettlement,
+        now: Timestamp,
+    ) -> Result<SubmitSettled, StoreError> {
+        let req = StoreRequest::SettleSubmit(task.clone(), settlement, now);
+        match self.call(req).await? {
+            StoreResponse::Settled(r) => r,
+            _ => mismatch(),
+        }
+    }
+
     async fn claim(&self, kind: LeaseKind, req: ClaimRequest) -> Result<Vec<Claimed>, StoreError> {
         match self.call(StoreRequest::Claim(kind, req)).await? {
             StoreResponse::Claimed(r) => r,

@@ -13,6 +13,8 @@ use tasklatch_core::time::Timestamp;
 pub enum StoreRequest {
     /// [`Store::insert_task`].
     Insert(Box<TaskRow>),
+    /// [`Store::settle_submit`].
+    SettleSubmit(TaskId, SubmitSettlement, Timestamp),
     /// [`Store::claim`].
     Claim(LeaseKind, ClaimRequest),
     /// [`Store::apply_polls`].
@@ -59,6 +61,8 @@ pub enum StoreResponse {
     Outcomes(Result<Vec<WriteOutcome>, StoreError>),
     /// Poll results with the notifications they claimed.
     OutcomesAndClaimed(Result<(Vec<WriteOutcome>, Vec<Claimed>), StoreError>),
+    /// A submit settled.
+    Settled(Result<SubmitSettled, StoreError>),
     /// Cancel request.
     Cancel(Result<CancelOutcome, StoreError>),
     /// Answer.
@@ -77,6 +81,33 @@ pub enum StoreResponse {
     Time(Result<Option<Timestamp>, StoreError>),
 }
 
+impl StoreRequest {
+    /// The answer to this request that carries `e`: what a store that failed it replies.
+    pub fn failed(&self, e: StoreError) -> StoreResponse {
+        use StoreRequest as Q;
+        use StoreResponse as A;
+        match self {
+            Q::Insert(_) => A::Unit(Err(e)),
+            Q::SettleSubmit(..) => A::Settled(Err(e)),
+            Q::Claim(..) => A::Claimed(Err(e)),
+            Q::ApplyPolls(..)
+            | Q::FinishNotifications(..)
+            | Q::FinishCancels(..)
+            | Q::Release(..)
+            | Q::FinishAnswers(..) => A::Outcomes(Err(e)),
+            Q::ApplyPollsAndClaim(..) => A::OutcomesAndClaimed(Err(e)),
+            Q::RequestCancel(..) => A::Cancel(Err(e)),
+            Q::RecordAnswer(..) => A::Answer(Err(e)),
+            Q::List(..) | Q::AdminRows(..) => A::Rows(Err(e)),
+            Q::Get(..) => A::Row(Err(e)),
+            Q::Overview => A::Overview(Err(e)),
+            Q::RequeueDeadLetter(..) => A::Requeue(Err(e)),
+            Q::PruneFinished(..) => A::Pruned(Err(e)),
+            Q::Time => A::Time(Err(e)),
+        }
+    }
+}
+
 /// A request with the name of the host that sent it.
 #[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
 pub struct Envelope<T> {
@@ -90,6 +121,9 @@ pub struct Envelope<T> {
 pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
     match req {
         StoreRequest::Insert(row) => StoreResponse::Unit(store.insert_task(*row).await),
+        StoreRequest::SettleSubmit(task, settlement, now) => {
+            StoreResponse::Settled(store.settle_submit(&task, settlement, now).await)
+        }
         StoreRequest::Claim(kind, r) => StoreResponse::Claimed(store.claim(kind, r).await),
         StoreRequest::ApplyPolls(w, now) => {
             StoreResponse::Outcomes(store.apply_polls(w, now).await)

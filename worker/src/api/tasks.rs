@@ -16,7 +16,7 @@ use serde::Deserialize;
 use tasklatch_core::engine::{SubmitCommand, SubmitError};
 use tasklatch_core::ids::{ServerId, TaskId, ThreadId};
 use tasklatch_core::policy::{DEFAULT_LIST, MAX_ID, MAX_LIST, MAX_NAME};
-use tasklatch_core::store::{CancelOutcome, CancelTarget, Scope};
+use tasklatch_core::store::{CancelOutcome, CancelTarget, Scope, StoreError};
 use tasklatch_core::text::{neutralise, PublicTask, TaskDetail};
 use utoipa::IntoParams;
 
@@ -116,6 +116,16 @@ pub async fn submit<T: TaskService>(
             SubmitError::Invalid(m) => ApiError::invalid(m),
             SubmitError::Remote(m) => ApiError::new(StatusCode::BAD_GATEWAY, neutralise(&m)),
             SubmitError::Duplicate => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            SubmitError::NotStarted(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the task was not started: the task store did not answer; submitting it again \
+                 is safe",
+            ),
+            SubmitError::Store(StoreError::Invalid(_)) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "the task could not be saved: a value breaks a limit of the task store; the \
+                 remote task was cancelled",
+            ),
             SubmitError::Store(_) => ApiError::unavailable(),
             // The store's own error text stays in the log, as for `Store`.
             SubmitError::Unconfirmed(_) => ApiError::new(

@@ -140,6 +140,9 @@ pub struct EngineSection {
     /// The largest difference between this worker's clock and the database's it claims
     /// under; checked at start-up and before every pass.
     pub max_clock_skew_ms: u64,
+    /// How long a submit's saved intent waits for its remote task's id before the task is
+    /// ended as "may have started but could not be tracked" (DOMAIN §7).
+    pub submit_grace_ms: u64,
 }
 
 impl Default for EngineSection {
@@ -162,6 +165,7 @@ impl Default for EngineSection {
             min_lease_left_ms: ms(p.min_lease_left),
             max_run_life_ms: ms(p.max_run_life),
             max_clock_skew_ms: ms(p.max_clock_skew),
+            submit_grace_ms: ms(p.submit_grace),
         }
     }
 }

@@ -234,6 +234,7 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
         batch_size: in_range("loops.batch_size", l.batch_size, 1, MAX_BATCH)?,
         max_run_life: ms("max_run_life_ms", e.max_run_life_ms)?,
         max_clock_skew: ms("max_clock_skew_ms", e.max_clock_skew_ms)?,
+        submit_grace: ms("submit_grace_ms", e.submit_grace_ms)?,
     };
     if policy.max_run_life <= policy.run_check_interval {
         return Err(ConfigError::new(
@@ -255,6 +256,13 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
              external calls and need the lease's margin)",
         ));
     }
+    if policy.submit_grace < MIN_SUBMIT_GRACE {
+        return Err(ConfigError::new(
+            "engine.submit_grace_ms",
+            "must be at least 60000: a submit's saved intent must outlive a routine database \
+             failover, or a task the API acknowledged is ended as untracked",
+        ));
+    }
     if policy.max_clock_skew.saturating_mul(2) >= policy.min_lease_left {
         return Err(ConfigError::new(
             "engine.max_clock_skew_ms",
@@ -263,6 +271,9 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
     }
     Ok(policy)
 }
+
+/// The shortest `engine.submit_grace_ms` accepted: a database failover takes 30 to 120 s.
+const MIN_SUBMIT_GRACE: Duration = Duration::from_secs(60);
 
 /// The shortest of the three leases: a shutdown ends within it.
 pub fn shortest_lease(policy: &Policy) -> Duration {
