@@ -700,8 +700,12 @@ async fn an_acknowledged_submit_outlives_a_long_store_outage_and_its_end_is_deli
     assert_eq!(e.run_once().await.submits.recorded, 1);
     assert_eq!(e.pending_submits(), 0);
     let id = rows[0].id().clone();
-    assert_eq!(w.row(&id).await.identity.handle.remote_task_id.expose(), "rt-1");
-    w.driver.on_status("rt-1", [Ok(completed("rt-1", "all green"))]);
+    assert_eq!(
+        w.row(&id).await.identity.handle.remote_task_id.expose(),
+        "rt-1"
+    );
+    w.driver
+        .on_status("rt-1", [Ok(completed("rt-1", "all green"))]);
     for _ in 0..4 {
         w.advance(31);
         e.run_once().await;
@@ -748,7 +752,10 @@ async fn a_worker_restarted_while_a_handle_is_pending_tells_the_thread_once() {
     );
     assert_eq!(row.outbox.status, NotifyStatus::Delivered);
     assert!(
-        w.driver.calls().iter().all(|c| !matches!(c, DriverCall::GetStatus(_) | DriverCall::Cancel(_))),
+        w.driver
+            .calls()
+            .iter()
+            .all(|c| !matches!(c, DriverCall::GetStatus(_) | DriverCall::Cancel(_))),
         "no remote call is made for a task without a handle"
     );
 }
@@ -771,10 +778,18 @@ async fn a_handle_saved_after_the_intent_ended_as_untracked_has_its_remote_task_
     e1.run_once().await;
     w.advance(60);
     e1.run_once().await;
-    assert_eq!(w.driver.cancel_calls("rt-1"), 1, "nobody tracks it: cancelled");
+    assert_eq!(
+        w.driver.cancel_calls("rt-1"),
+        1,
+        "nobody tracks it: cancelled"
+    );
     assert_eq!(e1.pending_submits(), 0);
     let row = w.row(&id).await;
-    assert_eq!(row.remote.status, RemoteStatus::Failed, "the told ending stands");
+    assert_eq!(
+        row.remote.status,
+        RemoteStatus::Failed,
+        "the told ending stands"
+    );
     assert!(row.identity.handle.is_unrecorded());
 }
 
@@ -796,10 +811,15 @@ async fn a_cancel_requested_before_the_handle_is_sent_once_the_handle_is_saved()
     e.run_once().await;
     assert_eq!(w.driver.cancel_calls("rt-1"), 0, "no handle yet");
     w.store.set_handle_fault(InsertFault::None);
-    w.driver.on_cancel("rt-1", [Ok(report("rt-1", "cancelled"))]);
+    w.driver
+        .on_cancel("rt-1", [Ok(report("rt-1", "cancelled"))]);
     w.advance(30);
     e.run_once().await;
-    assert_eq!(w.driver.cancel_calls("rt-1"), 1, "sent with the saved handle");
+    assert_eq!(
+        w.driver.cancel_calls("rt-1"),
+        1,
+        "sent with the saved handle"
+    );
 }
 
 #[tokio::test]
@@ -840,7 +860,11 @@ async fn a_duplicate_remote_handle_is_rejected_without_cancelling_the_existing_t
         0,
         "the existing remote task is untouched"
     );
-    assert_eq!(w.store.rows().await.len(), 1, "the second intent was withdrawn");
+    assert_eq!(
+        w.store.rows().await.len(),
+        1,
+        "the second intent was withdrawn"
+    );
     assert_eq!(w.row(&first).await.identity, before.identity);
     assert_eq!(w.row(&first).await.cancel.requested_at, None);
 }
@@ -872,7 +896,11 @@ async fn a_submit_dropped_before_its_remote_call_withdraws_its_intent() {
     w.store.set_insert_fault(InsertFault::Hang);
     w.driver.on_submit("rt-1", None);
     assert!(poll_once(e.submit(&w.ids, w.command("build"))).is_none());
-    assert_eq!(e.pending_submits(), 1, "the intent may exist: its withdrawal is owed");
+    assert_eq!(
+        e.pending_submits(),
+        1,
+        "the intent may exist: its withdrawal is owed"
+    );
     w.store.set_insert_fault(InsertFault::None);
     assert_eq!(e.run_once().await.submits.still_owed, 0);
     assert!(w.store.rows().await.is_empty());

@@ -27,7 +27,9 @@ pub fn store_error(e: sqlx::Error) -> StoreError {
         if code == "23505" {
             return if constraint == "tasks_pkey" {
                 StoreError::DuplicateTask
-            } else if constraint == "tasks_tracked_handle_unique" || constraint == "tasks_handle_unique" {
+            } else if constraint == "tasks_tracked_handle_unique"
+                || constraint == "tasks_handle_unique"
+            {
                 StoreError::DuplicateHandle
             } else {
                 StoreError::Invalid(format!("unique constraint {constraint} violated"))

@@ -246,7 +246,8 @@ impl<S: Store> Store for Metered<S> {
         settlement: SubmitSettlement,
         now: Timestamp,
     ) -> Result<SubmitSettled, StoreError> {
-        let records = matches!(&settlement, SubmitSettlement::Started(row) if row.outbox.event_version > 0);
+        let records =
+            matches!(&settlement, SubmitSettlement::Started(row) if row.outbox.event_version > 0);
         let r = self.inner.settle_submit(task, settlement, now).await;
         self.failed("settle_submit", &r);
         if records && r == Ok(SubmitSettled::Recorded) {

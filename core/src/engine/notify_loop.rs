@@ -3,6 +3,7 @@
 //! run_confirm`]) or look at the run already dispatched.
 
 use super::{ClockVerdict, Engine, LocalDeadline, LoopReport};
+use crate::event::Event;
 use crate::ids::{RunId, TaskId};
 use crate::lease::LeaseKind;
 use crate::mutation::{self, Mutant};
@@ -12,7 +13,6 @@ use crate::status::NotifyStatus;
 use crate::store::{Claimed, NotifyWrite, Release, Store};
 use crate::task::Outbox;
 use crate::text::notification_prompt;
-use crate::event::Event;
 use crate::transitions::outbox::{idempotency_key, NotifyAction};
 use futures::future::join_all;
 
@@ -120,7 +120,8 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             };
             // A run an earlier attempt interrupted is looked at before anything is launched.
             let interrupted = o.run_id.clone();
-            let interrupted = interrupted.filter(|_| !mutation::active(Mutant::InterruptedRunForgotten));
+            let interrupted =
+                interrupted.filter(|_| !mutation::active(Mutant::InterruptedRunForgotten));
             let settled = match &interrupted {
                 Some(run) => self.interrupted_run(&c, deadline, run).await,
                 None => None,

@@ -127,7 +127,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// exits): each item is tried once more and, if still owed, kept.
     pub async fn settle_all_submits(&self) -> SubmitsSettled {
         let now = self.clock.now();
-        for p in self.owed.lock().unwrap_or_else(|p| p.into_inner()).iter_mut() {
+        for p in self
+            .owed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter_mut()
+        {
             p.due_at = p.due_at.min(now);
         }
         self.settle_submits().await
@@ -161,7 +166,11 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     ) -> Option<Owed> {
         let settled = self
             .store
-            .settle_submit(task, SubmitSettlement::Started(started.clone()), self.clock.now())
+            .settle_submit(
+                task,
+                SubmitSettlement::Started(started.clone()),
+                self.clock.now(),
+            )
             .await;
         match settled {
             Ok(SubmitSettled::Recorded) => {

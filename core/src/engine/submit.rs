@@ -189,7 +189,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         self.owe(intent.id(), Owed::Withdrawal);
         let e = last.unwrap_or_default();
         tracing::warn!(task = %intent.id(), error = %e, "submit intent unconfirmed; nothing started, the intent is withdrawn once the store answers");
-        Err(SubmitError::NotStarted(format!("the task store is unavailable: {e}")))
+        Err(SubmitError::NotStarted(format!(
+            "the task store is unavailable: {e}"
+        )))
     }
 
     /// Calls the driver and builds the started task's row from the handle and first report.

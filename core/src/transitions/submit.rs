@@ -176,8 +176,7 @@ pub fn validate(row: &TaskRow) -> Result<(), crate::store::StoreError> {
             )));
         }
     }
-    if row.identity.handle.is_unrecorded()
-        && !(awaits_handle(row) && row.outbox.event_version == 0)
+    if row.identity.handle.is_unrecorded() && !(awaits_handle(row) && row.outbox.event_version == 0)
     {
         return Err(crate::store::StoreError::Invalid(
             "only a submit's intent row may lack a remote task id".into(),

@@ -39,10 +39,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         let Event::SubmitAnswered { n, answer } = &e.event else {
             continue;
         };
-        let tracked = f
-            .task_ids
-            .get(n)
-            .is_some_and(|id| f.inserted.contains(id));
+        let tracked = f.task_ids.get(n).is_some_and(|id| f.inserted.contains(id));
         match (promise(answer), tracked) {
             (Promise::Tracked, false) => v.push(
                 Invariant::Lost,
@@ -76,7 +73,9 @@ mod tests {
         let not_started = "the task was not started: the task store is unavailable: down";
         assert_eq!(promise(&Err(not_started.into())), Promise::NotStarted);
         assert_eq!(
-            promise(&Err("the remote server did not accept the task: quota".into())),
+            promise(&Err(
+                "the remote server did not accept the task: quota".into()
+            )),
             Promise::Nothing
         );
     }

@@ -72,10 +72,15 @@ struct WritesSeen {
 /// An unavailable answer to any call while a store-down fault is active (a failover).
 fn down(ctx: &Ctx, req: &StoreRequest) -> Option<StoreResponse> {
     let (index, ()) = ctx
-        .active(now_ms(), |k| matches!(k, FaultKind::StoreDown).then_some(()))
+        .active(now_ms(), |k| {
+            matches!(k, FaultKind::StoreDown).then_some(())
+        })
         .next()?;
     ctx.fire(index, "db");
-    if matches!(req, StoreRequest::SettleSubmit(_, SubmitSettlement::Started(_), _)) {
+    if matches!(
+        req,
+        StoreRequest::SettleSubmit(_, SubmitSettlement::Started(_), _)
+    ) {
         ctx.exercised("handle_write_met_store_down", "db", None);
     }
     Some(req.failed(StoreError::Unavailable(
@@ -86,8 +91,16 @@ fn down(ctx: &Ctx, req: &StoreRequest) -> Option<StoreResponse> {
 /// The event version a submit's row holds right after its handle write `req` answered
 /// `Recorded` — the version its first report opened, or none when a cancel request came first
 /// — read back from the store; `None` for any other call or answer.
-async fn tracked_version(backend: &Backend, req: &StoreRequest, answer: &StoreResponse) -> Option<u64> {
-    let (StoreRequest::SettleSubmit(task, SubmitSettlement::Started(row), _), StoreResponse::Settled(Ok(SubmitSettled::Recorded))) = (req, answer) else {
+async fn tracked_version(
+    backend: &Backend,
+    req: &StoreRequest,
+    answer: &StoreResponse,
+) -> Option<u64> {
+    let (
+        StoreRequest::SettleSubmit(task, SubmitSettlement::Started(row), _),
+        StoreResponse::Settled(Ok(SubmitSettled::Recorded)),
+    ) = (req, answer)
+    else {
         return None;
     };
     let scope = Scope {

@@ -6,6 +6,7 @@ use crate::history::Event;
 use crate::naming::{owner_name, task_label, task_name, thread_name, USER_HOST};
 use crate::plan::{request_id_at, TaskPlan, UserAction};
 use crate::ports::{engine, Caller, RpcLauncher, SimEngine};
+use crate::timing::PASS_INTERVAL;
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -15,7 +16,6 @@ use tasklatch_core::engine::SubmitCommand;
 use tasklatch_core::ids::{IdSource, SeededIds, TaskId, WorkerId};
 use tasklatch_core::secret::Secret;
 use tasklatch_core::store::{AnswerRequest, CancelTarget, RequeueOutcome, Scope};
-use crate::timing::PASS_INTERVAL;
 
 fn scope(o: u32, t: u32) -> Scope {
     Scope {
