@@ -760,6 +760,66 @@ async fn a_worker_restarted_while_a_handle_is_pending_tells_the_thread_once() {
     );
 }
 
+/// DOMAIN §7: a handle the store refuses for good after the caller was told "do not submit it
+/// again" is not silence: the remote task is cancelled, and the kept intent ends as untracked
+/// once its grace is over, which tells the thread, once.
+#[tokio::test]
+async fn a_handle_refused_after_the_submit_was_acknowledged_tells_the_thread() {
+    let w = World::with_thread().await;
+    w.launcher.finish_every_new_run(Some(RunStatus::Success));
+    let e = w.engine("w1");
+    w.store.set_handle_fault(InsertFault::Fail(down()));
+    w.driver.on_submit("rt-1", None);
+    let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
+    assert!(matches!(err, SubmitError::Unconfirmed(_)));
+    let refused = StoreError::Invalid("row refused".into());
+    w.store.set_handle_fault(InsertFault::Fail(refused));
+    w.advance(2);
+    e.run_once().await;
+    w.advance(2);
+    e.run_once().await;
+    assert_eq!(
+        w.driver.cancel_calls("rt-1"),
+        1,
+        "the remote task is cancelled"
+    );
+    let id = w.store.rows().await[0].id().clone();
+    w.advance(policy().submit_grace.as_secs());
+    for _ in 0..6 {
+        w.advance(31);
+        e.run_once().await;
+    }
+    let row = w.row(&id).await;
+    assert_eq!(row.remote.error.as_deref(), Some(submit::UNTRACKED));
+    let starts = w.launcher.starts_for(&id);
+    assert_eq!(starts.len(), 1, "told once");
+    assert!(starts[0].0.prompt.contains("could not be tracked"));
+}
+
+/// A handle owed after an outage that turns out to be tracked by another row (a server that
+/// hands one remote task to two submits) is not cancelled: that row tracks it; the intent goes.
+#[tokio::test]
+async fn an_owed_handle_already_tracked_elsewhere_is_withdrawn_not_cancelled() {
+    let w = World::with_thread().await;
+    let e = w.engine("w1");
+    w.store.set_handle_fault(InsertFault::Fail(down()));
+    w.driver.on_submit("rt-1", None);
+    let err = e.submit(&w.ids, w.command("build")).await.unwrap_err();
+    assert!(matches!(err, SubmitError::Unconfirmed(_)));
+    w.store
+        .set_handle_fault(InsertFault::Fail(StoreError::DuplicateHandle));
+    for _ in 0..3 {
+        w.advance(2);
+        e.run_once().await;
+    }
+    w.store.set_handle_fault(InsertFault::None);
+    w.advance(2);
+    e.run_once().await;
+    assert_eq!(w.driver.cancel_calls("rt-1"), 0, "another row tracks it");
+    assert_eq!(e.pending_submits(), 0);
+    assert!(w.store.rows().await.is_empty(), "the intent was withdrawn");
+}
+
 #[tokio::test]
 async fn a_handle_saved_after_the_intent_ended_as_untracked_has_its_remote_task_cancelled() {
     let w = World::with_thread().await;

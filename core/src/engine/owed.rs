@@ -6,7 +6,9 @@
 //! Store writes are owed until the store answers: a recorded handle is the only way an
 //! acknowledged submit is tracked, so it is never given up while the process lives (if it
 //! dies, the intent's grace runs out and the thread is told the task could not be tracked). A
-//! compensating cancel is best effort: tried [`CANCEL_ATTEMPTS`] times.
+//! compensating cancel is best effort: tried [`CANCEL_ATTEMPTS`] times. A handle the store
+//! refuses for good (not unavailable) is cancelled remotely and its intent kept: the submit was
+//! acknowledged, so the intent's grace ends it as untracked and the thread is told.
 
 use super::Engine;
 use crate::ids::{ServerId, TaskId};
@@ -184,10 +186,18 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 None
             }
             Err(StoreError::Unavailable(_)) => Some(Owed::Handle(started)),
-            Err(e) => {
-                tracing::warn!(task = %task, error = %e, "the submit's handle was refused; its remote task is cancelled and its intent withdrawn");
-                self.queue_cancel(task, &started);
+            Err(StoreError::DuplicateHandle) => {
+                // Another row tracks this remote task (a server that hands one task to two
+                // submits): it is not cancelled; this intent is withdrawn.
+                tracing::warn!(task = %task, "the submit's remote task is already tracked by another row; its intent is withdrawn");
                 Some(Owed::Withdrawal)
+            }
+            Err(e) => {
+                // The caller was told the task is saved: the intent stays, so its grace ends
+                // it as untracked and the thread is told (never silence).
+                tracing::warn!(task = %task, error = %e, "the submit's handle was refused; its remote task is cancelled and the thread is told it could not be tracked");
+                self.queue_cancel(task, &started);
+                None
             }
         }
     }

@@ -25,9 +25,10 @@ use crate::transitions::outbox::record_event;
 use crate::transitions::poll::{self, next_poll_delay, PollUpdate};
 
 /// The error of a task whose submit never recorded its handle: the thread is told exactly this.
-pub const UNTRACKED: &str = "the task may have started but could not be tracked: the worker that \
-submitted it stopped before it could save the remote task's id, so its progress and result \
-cannot be followed";
+pub const UNTRACKED: &str =
+    "the task may have started but could not be tracked: the remote task's \
+id was never saved (the worker that submitted it stopped first, or the task store refused it), \
+so its progress and result cannot be followed";
 
 /// The intent row of a submit by `identity` (whose handle must be unrecorded) at `now`.
 pub fn new_intent(identity: Identity, now: Timestamp, policy: &Policy) -> TaskRow {

@@ -7,7 +7,9 @@
 //! handle writes (recorded as the row's insert: the moment the task became tracked). The user
 //! host never crashes and a plan's store outages are shorter than the submit grace, so every
 //! acknowledged submit's handle must be recorded by the end of the run; a handle recorded too
-//! late — after its intent was ended as untracked — is never recorded and trips this too.
+//! late — after its intent was ended as untracked — is never recorded and trips this too. A
+//! handle write the store refused for good (`invalid input`, not dropped) excuses the tracking:
+//! the `orphans` rule then wants the remote task cancelled.
 
 use super::facts::Facts;
 use super::{Invariant, Verdict};
@@ -39,14 +41,29 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         let Event::SubmitAnswered { n, answer } = &e.event else {
             continue;
         };
-        let tracked = f.task_ids.get(n).is_some_and(|id| f.inserted.contains(id));
+        let task_id = f.task_ids.get(n).copied();
+        // Tracked by its own row, or by another row the remote server handed the same task.
+        let tracked = task_id.is_some_and(|id| f.inserted.contains(id))
+            || f.held
+                .get(n)
+                .is_some_and(|r| f.holder_ids(r).any(|id| f.inserted.contains(id)));
+        // A row the store refused for good cannot be tracked: the promise then is the
+        // compensating cancel (the `orphans` rule) and the untracked ending on the thread.
+        let refused = task_id.is_some_and(|id| f.refused_for_good(id).is_some());
         match (promise(answer), tracked) {
-            (Promise::Tracked, false) => v.push(
+            (Promise::Tracked, false) if !refused => v.push(
                 Invariant::Lost,
                 Some(task_label(*n)),
                 Some(i),
                 "the submit was acknowledged but its task was never tracked (its remote task's \
                  id was never saved)",
+            ),
+            (Promise::Tracked, false) if !told_untracked(f, *n) => v.push(
+                Invariant::Lost,
+                Some(task_label(*n)),
+                Some(i),
+                "the store refused an acknowledged submit's row but its thread was never told \
+                 the task could not be tracked",
             ),
             (Promise::NotStarted, true) => v.push(
                 Invariant::Unexpected,
@@ -57,6 +74,18 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
             _ => {}
         }
     }
+}
+
+/// Whether task `n`'s thread was offered the untracked ending (a launch whose prompt says the
+/// task could not be tracked), or its thread was deleted and nothing can reach it.
+fn told_untracked(f: &Facts<'_>, n: u32) -> bool {
+    let Some(&task_id) = f.task_ids.get(&n) else {
+        return true;
+    };
+    f.thread_deleted(n)
+        || f.launches
+            .iter()
+            .any(|l| l.task_id == task_id && l.prompt.contains("could not be tracked"))
 }
 
 #[cfg(test)]

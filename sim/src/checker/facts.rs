@@ -195,6 +195,18 @@ impl<'a> Facts<'a> {
         }
     }
 
+    /// The history index of the store's definitive refusal of task `task_id`'s row (an
+    /// `invalid input` answer whose reply was not dropped), if there was one.
+    pub fn refused_for_good(&self, task_id: &str) -> Option<usize> {
+        self.entries.iter().position(|e| {
+            matches!(&e.event, Event::StoreInsert {
+                task_id: t,
+                outcome: Err(why),
+                dropped: false,
+            } if t == task_id && why.starts_with("invalid input"))
+        })
+    }
+
     /// The ids of the tasks whose submits were answered with `remote_id` (see [`Self::holders`]).
     pub fn holder_ids(&self, remote_id: &str) -> impl Iterator<Item = &'a str> + '_ {
         self.holders

@@ -180,6 +180,11 @@ fn remote_cancels(f: &Facts<'_>, v: &mut Verdict) {
         let Some(remote_id) = f.held.get(n) else {
             continue;
         };
+        // A cancel requested while the row was an intent whose handle was never saved cannot
+        // reach the remote server: the submit's own rules (`acknowledged`, `orphans`) cover it.
+        if !f.inserted.contains(task_id.as_str()) {
+            continue;
+        }
         if reached
             .get(remote_id)
             .is_none_or(|calls| calls.iter().all(|c| *c <= at))

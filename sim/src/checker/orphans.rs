@@ -21,14 +21,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         if f.holder_ids(remote_id).any(|id| f.inserted.contains(id)) {
             continue;
         }
-        let refused = f.entries.iter().position(|e| {
-            matches!(&e.event, Event::StoreInsert {
-                task_id: t,
-                outcome: Err(why),
-                dropped: false,
-            } if t == task_id && why.starts_with("invalid input"))
-        });
-        let Some(refused) = refused else {
+        let Some(refused) = f.refused_for_good(task_id) else {
             continue;
         };
         let cancelled = f.entries[refused..].iter().any(|e| {
