@@ -111,14 +111,11 @@ pub enum Mutant {
     /// without looking at it, so when its interrupt failed and it ends successfully after all,
     /// the same version is delivered twice.
     InterruptedRunForgotten,
-    /// Rows the poll write handed off to the notification loop are launched even when the
-    /// notification claim's own clock check refused the pass.
-    HandOffIgnoresClockRefusal,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 38] = [
+    pub const ALL: [Mutant; 37] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -156,7 +153,6 @@ impl Mutant {
         Mutant::SecondDegradationSuppressed,
         Mutant::OwedHandleGivenUp,
         Mutant::InterruptedRunForgotten,
-        Mutant::HandOffIgnoresClockRefusal,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -203,7 +199,6 @@ impl Mutant {
             Mutant::SecondDegradationSuppressed => "second-degradation-suppressed",
             Mutant::OwedHandleGivenUp => "owed-handle-given-up",
             Mutant::InterruptedRunForgotten => "interrupted-run-forgotten",
-            Mutant::HandOffIgnoresClockRefusal => "hand-off-ignores-clock-refusal",
         }
     }
 

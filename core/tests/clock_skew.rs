@@ -79,3 +79,41 @@ async fn a_store_without_a_clock_is_not_checked() {
     assert_eq!(r.clock, ClockCheck::NoStoreClock);
     assert_eq!(r.poll.claimed, 1);
 }
+
+/// Issue 22 item 10: the rows a poll write hands straight to notification ride on the claims
+/// of the same pass; when the notify claim's own clock check refuses (the store's clock became
+/// unreadable between the poll claim and it), they are given back, uncounted, not launched.
+#[tokio::test]
+async fn handed_off_rows_are_released_when_the_notify_claims_clock_check_refuses() {
+    let w = world_with_due_task().await;
+    w.driver
+        .on_status("rt-1", [Ok(completed("rt-1", "all green"))]);
+    let e = w.engine("w1");
+    e.run_once().await; // the first poll: `working`, nothing to tell
+    w.advance(31);
+    let gate = w.driver.gate(CallKind::GetStatus, "rt-1");
+    let pass = e.run_once();
+    let turn_clock = async {
+        gate.entered().await;
+        w.store.set_clock(StoreClock::Unreadable);
+        gate.open();
+    };
+    let (r, ()) = tokio::join!(pass, turn_clock);
+    assert_eq!(r.poll.claimed, 1, "the poll claim's clock check passed");
+    assert!(
+        w.launcher.starts().is_empty(),
+        "nothing launched under a refused clock"
+    );
+    let row = w.store.rows().await.remove(0);
+    assert_eq!(row.remote.status.as_str(), "completed");
+    assert_eq!(row.outbox.failures, 0, "released uncounted");
+    assert!(row.outbox.lease.is_none(), "given back");
+    w.store.set_clock(StoreClock::Follows(w.clock.clone(), 0));
+    w.advance(5);
+    e.run_once().await;
+    assert_eq!(
+        w.launcher.starts().len(),
+        1,
+        "launched once the clock is trusted"
+    );
+}

@@ -24,9 +24,14 @@
 //!   answer, holds a remote task id, the MCP or Agent Server credentials, the database password
 //!   or an API token.
 //!
+//! A second step (`outage.rs`) cuts the database off for a minute while submits and cancels
+//! are in flight: every acknowledged submit is still tracked and its end delivered once.
+//!
 //! A peer that cannot be installed or started fails the test with the reason (never a skip).
 
+mod outage;
 mod process;
+mod relay;
 
 use process::Worker;
 use reqwest::Method;
@@ -40,6 +45,9 @@ use tasklatch_core::task::TaskRow;
 use tasklatch_peers::{free_port, start_fastmcp, start_langgraph, PeerProcess};
 use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::PgStore;
+
+/// The steps run one after the other: each times its workers' stops and its peers' work.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const TASKS: usize = 50;
 /// Tasks of the stop-under-load phase.
@@ -559,6 +567,7 @@ fn released_at_stop(log: &str) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_deliver_every_state_once_through_a_kill_and_a_stop() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let started = Instant::now();
     let dir = std::env::temp_dir().join(format!("tasklatch-worker-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));

@@ -33,9 +33,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let (claimed, deadline, clock) = self
             .claim(LeaseKind::Notify, self.policy.notify_lease, &mut report)
             .await;
-        let refused = clock == ClockVerdict::Refused;
-        let refused = refused && !mutation::active(Mutant::HandOffIgnoresClockRefusal);
-        if refused {
+        if clock == ClockVerdict::Refused {
             // The rows the poll write handed off are under this worker's leases, but its clock
             // may not be trusted to keep inside them: they are given back, uncounted.
             let releases = handed_off
