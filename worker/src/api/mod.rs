@@ -11,7 +11,8 @@
 //!
 //! Every task call is scoped to (owner, thread): the owner comes from authentication
 //! ([`auth`]), the thread from the path; a task outside that scope is 404 "not found", exactly
-//! like a task that does not exist. Bodies are bounded (`http.max_body_bytes`); malformed input
+//! like a task that does not exist. A submit is accepted only into a thread the agent server
+//! records as the caller's ([`threads`]); any other thread is the same 404. Bodies are bounded (`http.max_body_bytes`); malformed input
 //! is 400/413/415/422 with a JSON message; a store failure is 503 — never a 500.
 
 mod answers;
@@ -21,6 +22,7 @@ pub mod health;
 pub mod openapi;
 pub mod shapes;
 mod tasks;
+pub mod threads;
 
 pub use error::{ApiError, ErrorBody};
 
@@ -149,6 +151,8 @@ pub struct AppState<T> {
     pub auth: Arc<Auth>,
     /// The configured MCP server ids (a submit naming another is refused before any call).
     pub servers: Arc<BTreeSet<String>>,
+    /// Thread ownership, asked before a submit starts anything ([`threads`]).
+    pub threads: Arc<dyn threads::ThreadOwners>,
     /// The worker's metrics.
     pub metrics: Arc<Metrics>,
     /// Liveness and readiness.
@@ -164,6 +168,7 @@ impl<T> Clone for AppState<T> {
             ids: self.ids.clone(),
             auth: self.auth.clone(),
             servers: self.servers.clone(),
+            threads: self.threads.clone(),
             metrics: self.metrics.clone(),
             health: self.health.clone(),
             openapi: self.openapi.clone(),

@@ -6,6 +6,7 @@ use super::error::{ApiError, ErrorBody};
 use super::shapes::{
     CancelByName, Cancelled, SubmitBody, Submitted, Task, TaskDetailBody, TaskList,
 };
+use super::threads::check_submit_thread;
 use super::{AppState, TaskService};
 use crate::config::valid_id;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
@@ -89,12 +90,13 @@ fn invalid_thread() -> ApiError {
         )),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Missing or unknown credentials", body = ErrorBody),
+        (status = 404, description = "The thread is not one of the caller's (another owner's, missing, or an id the agent server cannot hold: never told apart); nothing was started", body = ErrorBody),
         (status = 409, description = "The server returned a task that is already tracked", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "A field breaks a rule, or the server is unknown", body = ErrorBody),
         (status = 502, description = "The remote server did not accept the task", body = ErrorBody),
-        (status = 503, description = "The task could not be saved (its remote task was cancelled again), or saving it was not confirmed: then it is saved once the store answers and reported in the thread, so do not submit it again", body = ErrorBody),
+        (status = 503, description = "The agent server could not confirm the thread, or the task store did not answer before the start (nothing was started; submit again), or the task could not be saved (its remote task was cancelled again), or saving it was not confirmed: then it is saved once the store answers and reported in the thread, so do not submit it again", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -107,6 +109,7 @@ pub async fn submit<T: TaskService>(
     let scope = scope_of(caller, path, invalid_thread)?;
     let Json(body) = body?;
     let cmd = command(&st, scope, body)?;
+    check_submit_thread(st.threads.as_ref(), &cmd.scope).await?;
     let (server, tool) = (cmd.server.clone(), cmd.tool.clone());
     let id = st
         .tasks
