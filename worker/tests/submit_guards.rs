@@ -1,7 +1,7 @@
-//! What a submit is refused before anything remote starts (issue 22 item 3 and its LOW
-//! bullets), through the real router, an engine on the in-memory store, and — for thread
-//! ownership — the real `AgentServerLauncher` against a real `langgraph dev` (started by the
-//! test on a free port with a fresh state folder), with the default configuration.
+//! What guards a submit (issue 22 item 3 and its LOW bullets), through the real router and an
+//! engine on the in-memory store: thread ownership — the real `AgentServerLauncher` against a
+//! real `langgraph dev` (started by the test on a free port with a fresh state folder), with
+//! the default configuration — and a client that disconnects while the remote call runs.
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
@@ -25,21 +25,37 @@ use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_peers::{start_langgraph, PeerProcess};
 use tasklatch_worker::api::health::Health;
-use tasklatch_worker::api::threads::ThreadOwners;
+use tasklatch_worker::api::threads::{OwnerCheck, ThreadOwners};
 use tasklatch_worker::api::{openapi, router, AppState};
 use tasklatch_worker::clock::SystemClock;
 use tasklatch_worker::config::Auth;
 use tasklatch_worker::metrics::Metrics;
 use tasklatch_worker::token::hash_token;
+use tokio::sync::{Notify, Semaphore};
 use tower::ServiceExt;
 
-/// Counts the remote tasks it starts; every one is `working`.
+/// Counts the remote tasks it starts; every one is `working`. With a gate, each submit waits
+/// for a permit before it starts its task (`entered` tells that it is waiting).
 #[derive(Default)]
-struct CountingDriver(Arc<AtomicU32>);
+struct CountingDriver {
+    started: Arc<AtomicU32>,
+    gate: Option<Gate>,
+}
+
+#[derive(Clone)]
+struct Gate {
+    entered: Arc<Notify>,
+    permits: Arc<Semaphore>,
+}
 
 impl Driver for CountingDriver {
     async fn submit(&self, _: &SubmitRequest) -> Result<Submitted, DriverError> {
-        let n = self.0.fetch_add(1, Ordering::SeqCst);
+        if let Some(gate) = &self.gate {
+            gate.entered.notify_one();
+            let permit = gate.permits.acquire().await;
+            permit.unwrap_or_else(|e| panic!("{e}")).forget();
+        }
+        let n = self.started.fetch_add(1, Ordering::SeqCst);
         let id = format!("remote-{n}");
         Ok(Submitted {
             report: Some(RemoteReport {
@@ -87,8 +103,15 @@ impl Launcher for IdleLauncher {
 
 /// The router over `threads`, and the count of remote tasks started through it.
 fn guarded_app(threads: Arc<dyn ThreadOwners>) -> (Router, Arc<AtomicU32>) {
-    let driver = CountingDriver::default();
-    let started = driver.0.clone();
+    gated_app(threads, None)
+}
+
+fn gated_app(threads: Arc<dyn ThreadOwners>, gate: Option<Gate>) -> (Router, Arc<AtomicU32>) {
+    let driver = CountingDriver {
+        started: Arc::default(),
+        gate,
+    };
+    let started = driver.started.clone();
     let engine = Engine::new(
         MemStore::new(Policy::default()),
         driver,
@@ -240,4 +263,72 @@ async fn an_agent_server_that_cannot_be_asked_starts_nothing() {
     assert!(body.contains("nothing was started"), "{body}");
     assert!(!body.contains(&closed.to_string()), "{body}");
     assert_eq!(started.load(Ordering::SeqCst), 0);
+}
+
+struct EveryThread;
+
+impl ThreadOwners for EveryThread {
+    fn usable<'a>(&'a self, _: &'a OwnerId, _: &'a ThreadId) -> OwnerCheck<'a> {
+        Box::pin(async { Ok(true) })
+    }
+}
+
+/// The tasks `token` lists in `thread`.
+async fn listed(app: &Router, token: &str, thread: &str) -> Vec<Value> {
+    let req = Request::builder()
+        .uri(format!("/v1/threads/{thread}/tasks"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let res = app
+        .clone()
+        .oneshot(req)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bytes = res
+        .into_body()
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_bytes();
+    let v: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    v["tasks"].as_array().cloned().unwrap_or_default()
+}
+
+/// Issue 22 LOW: the request's future is dropped while the driver's submit runs (the client
+/// went away); the submit still runs to its end and the task is tracked.
+#[tokio::test]
+async fn a_client_that_disconnects_mid_submit_does_not_drop_the_work() {
+    let gate = Gate {
+        entered: Arc::new(Notify::new()),
+        permits: Arc::new(Semaphore::new(0)),
+    };
+    let (app, started) = gated_app(Arc::new(EveryThread), Some(gate.clone()));
+    let thread = "0badc0de-0000-4000-8000-00000000000b";
+    let request = tokio::spawn({
+        let app = app.clone();
+        async move { submit(&app, "tok-alice", thread).await }
+    });
+    tokio::time::timeout(Duration::from_secs(5), gate.entered.notified())
+        .await
+        .unwrap_or_else(|_| panic!("the driver was never called"));
+    request.abort();
+    assert!(request.await.is_err(), "the request was cancelled");
+    gate.permits.add_permits(1);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let tasks = listed(&app, "tok-alice", thread).await;
+        if started.load(Ordering::SeqCst) == 1
+            && tasks.len() == 1
+            && tasks[0]["status"] == "working"
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the submit did not finish: {} started, tasks {tasks:?}",
+            started.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
