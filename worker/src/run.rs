@@ -159,7 +159,7 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
     let (api_stop_tx, api_stop_rx) = watch::channel(false);
     tasks.spawn(serve(
         listener,
-        router(state, settings.max_body_bytes),
+        router(state, settings.max_body_bytes, settings.max_in_flight),
         api_stop_rx,
     ));
     tracing::info!(lanes = engines.len(), listen = %settings.listen, wakeups = settings.wakeups, "worker started");

@@ -168,7 +168,7 @@ fn app_and_engine() -> (Router, Arc<TestEngine>, Answers) {
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
         openapi: openapi::document(["fix"]).into(),
     };
-    (router(state, BODY_LIMIT), engine, answers)
+    (router(state, BODY_LIMIT, 64), engine, answers)
 }
 
 struct Answer {

@@ -78,7 +78,7 @@ fn app(at_intent: bool) -> Router {
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
         openapi: openapi::document(["fix"]).into(),
     };
-    router(state, 4 << 10)
+    router(state, 4 << 10, 64)
 }
 
 async fn post(app: &Router, uri: &str, body: serde_json::Value) -> (StatusCode, String) {

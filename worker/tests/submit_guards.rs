@@ -138,7 +138,7 @@ fn gated_app(threads: Arc<dyn ThreadOwners>, gate: Option<Gate>) -> (Router, Arc
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
         openapi: openapi::document(["fix"]).into(),
     };
-    (router(state, 4 << 10), started)
+    (router(state, 4 << 10, 64), started)
 }
 
 /// `POST /v1/threads/{thread}/tasks` as `token`: the status and the body as text.
