@@ -1,5 +1,5 @@
 //! Checks that disambiguate the server's 404: the assistant exists (once at start-up, and again
-//! whenever a create answers 404), and — when configured — the thread belongs to the owner.
+//! whenever a create answers 404), and — unless switched off — the thread belongs to the owner.
 //!
 //! The Agent Server answers the same `404 Thread or assistant not found.` for a missing thread
 //! and for a missing assistant. A missing thread is permanent for that notification (dead
@@ -70,10 +70,10 @@ fn unavailable(e: CallError) -> CheckError {
     CheckError::Unavailable(format!("assistant check: {e}"))
 }
 
-/// The thread's owner check, when `cfg.owner_metadata_key` is set: `Ok(true)` when the thread
-/// exists and its metadata holds `owner` under that key, `Ok(false)` when it does not exist or
-/// belongs to someone else (both are "gone" for this owner), `Err` when the server could not
-/// tell. `thread` must be a validated UUID.
+/// The thread's owner check under metadata `key`: `Ok(true)` when the thread exists and its
+/// metadata holds `owner` under that key, `Ok(false)` when it does not exist, has no owner or
+/// belongs to someone else (all "gone" for this owner), `Err` when the server could not tell.
+/// `thread` must be a validated UUID.
 pub async fn thread_owned_by(
     http: &Http,
     key: &str,

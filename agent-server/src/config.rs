@@ -34,6 +34,9 @@ pub const MAX_LOOKUP_PAGE_LIMIT: u32 = 50;
 pub const MAX_HEADERS: usize = 16;
 /// Longest assistant id (a graph name or a UUID) or owner metadata key.
 pub const MAX_NAME_LEN: usize = 200;
+/// The thread metadata key that names a thread's owner unless configured otherwise (what
+/// LangGraph's auth examples record).
+pub const DEFAULT_OWNER_METADATA_KEY: &str = "owner";
 
 /// The launcher's settings, as an operator writes them.
 #[derive(Clone, Deserialize)]
@@ -63,11 +66,24 @@ pub struct AgentServerConfig {
     /// Pages read at most per lookup (newest runs first).
     #[serde(default = "default_page_limit")]
     pub lookup_page_limit: u32,
-    /// When set, a run is started only on a thread whose metadata holds the request's owner
-    /// under this key (LangGraph's auth examples record it as `owner`); any other thread is
-    /// treated as gone. Off by default (one request fewer per launch).
-    #[serde(default)]
-    pub owner_metadata_key: Option<String>,
+    /// The thread metadata key that names the thread's owner (default `owner`, as LangGraph's
+    /// auth examples record it). While [`Self::check_thread_owner`] holds, a task is accepted
+    /// and a run started only on a thread whose metadata holds the task's owner under this key.
+    #[serde(default = "default_owner_key")]
+    pub owner_metadata_key: String,
+    /// Whether thread ownership is checked (default `true`). `false` is the explicit opt-out
+    /// for single-user deployments, where every thread belongs to the one user: then any
+    /// thread the server can hold (a UUID) is accepted without asking the server.
+    #[serde(default = "default_true")]
+    pub check_thread_owner: bool,
+}
+
+fn default_owner_key() -> String {
+    DEFAULT_OWNER_METADATA_KEY.to_owned()
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_timeout() -> u64 {
@@ -97,7 +113,8 @@ impl AgentServerConfig {
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
             lookup_page_size: DEFAULT_LOOKUP_PAGE_SIZE,
             lookup_page_limit: DEFAULT_LOOKUP_PAGE_LIMIT,
-            owner_metadata_key: None,
+            owner_metadata_key: default_owner_key(),
+            check_thread_owner: true,
         }
     }
 
@@ -105,9 +122,7 @@ impl AgentServerConfig {
     pub fn validate(&self) -> Result<ValidConfig, ConfigError> {
         let base_url = check_base_url(&self.base_url)?;
         check_name("assistant_id", &self.assistant_id)?;
-        if let Some(key) = &self.owner_metadata_key {
-            check_name("owner_metadata_key", key)?;
-        }
+        check_name("owner_metadata_key", &self.owner_metadata_key)?;
         let headers = check_headers(&self.headers)?;
         in_range(
             "request_timeout_ms",
@@ -141,7 +156,9 @@ impl AgentServerConfig {
             max_answer_bytes: self.max_answer_bytes,
             lookup_page_size: self.lookup_page_size,
             lookup_page_limit: self.lookup_page_limit,
-            owner_metadata_key: self.owner_metadata_key.clone(),
+            owner_metadata_key: self
+                .check_thread_owner
+                .then(|| self.owner_metadata_key.clone()),
         })
     }
 }
@@ -157,6 +174,7 @@ impl fmt::Debug for AgentServerConfig {
             .field("lookup_page_size", &self.lookup_page_size)
             .field("lookup_page_limit", &self.lookup_page_limit)
             .field("owner_metadata_key", &self.owner_metadata_key)
+            .field("check_thread_owner", &self.check_thread_owner)
             .finish()
     }
 }
@@ -189,7 +207,8 @@ pub struct ValidConfig {
     pub lookup_page_size: u32,
     /// Pages per lookup.
     pub lookup_page_limit: u32,
-    /// See [`AgentServerConfig::owner_metadata_key`].
+    /// The metadata key naming a thread's owner, or `None` when ownership is not checked
+    /// ([`AgentServerConfig::check_thread_owner`] is `false`).
     pub owner_metadata_key: Option<String>,
 }
 
@@ -354,6 +373,7 @@ mod tests {
         assert_eq!(v.max_answer_bytes, DEFAULT_MAX_ANSWER_BYTES);
         assert_eq!(v.lookup_page_size, DEFAULT_LOOKUP_PAGE_SIZE);
         assert_eq!(v.lookup_page_limit, DEFAULT_LOOKUP_PAGE_LIMIT);
+        assert_eq!(v.owner_metadata_key.as_deref(), Some("owner"));
         assert!(v.fits(&Policy::default()).is_ok());
     }
 
@@ -409,7 +429,7 @@ mod tests {
             ),
             (
                 AgentServerConfig {
-                    owner_metadata_key: Some(String::new()),
+                    owner_metadata_key: String::new(),
                     ..base.clone()
                 },
                 "owner_metadata_key",

@@ -1,12 +1,14 @@
 //! [`AgentServerLauncher`]: the engine's [`Launcher`] port over the LangGraph Agent Server runs
 //! API (`langgraph dev`, LangGraph Platform, and gateways that follow its API).
 //!
-//! `start_run`: (owner check, if configured) → key lookup among the thread's runs (first look)
-//! → create → second look ("two looks, oldest wins", module `settle`).
+//! `start_run`: owner check ([`AgentServerLauncher::thread_usable`]) → key lookup among the
+//! thread's runs (first look) → create → second look ("two looks, oldest wins", module `settle`).
 //!
 //! | what happens | outcome |
 //! |---|---|
 //! | thread id is not a canonical UUID (the server cannot hold it; it would answer 422) | `ThreadGone`, no request made |
+//! | the thread is missing, or its metadata does not name the request's owner under `owner_metadata_key` (unless `check_thread_owner = false`) | `ThreadGone`, nothing created |
+//! | the owner check gets no usable answer | `Failed` (retried), nothing created |
 //! | runs of the thread hold the key in their metadata | `Started(the oldest)`, the others rolled back, nothing created |
 //! | after a create, the second look finds an older run holding the key | `Started(the oldest)`, the new run rolled back |
 //! | after a create, the second look fails | `Failed`, the new run rolled back |
@@ -34,7 +36,7 @@ use crate::settle::{second_look, settle};
 use crate::text::failure;
 use crate::wire::{parse_run, run_body};
 use std::time::Instant;
-use tasklatch_core::ids::{RunId, ThreadId};
+use tasklatch_core::ids::{OwnerId, RunId, ThreadId};
 use tasklatch_core::ports::{LaunchOutcome, Launcher, RunRequest, RunStatus};
 
 /// Starts notification runs on an Agent Server. Cheap to share behind an `Arc`; one connection
@@ -65,14 +67,30 @@ impl AgentServerLauncher {
         assistant_exists(&self.http, &self.cfg).await
     }
 
+    /// Whether a task of `owner` may be bound to `thread`, and a run started on it: the id is
+    /// a UUID (the only ids the server holds) and — unless `check_thread_owner = false` — the
+    /// thread exists and its metadata names `owner` under `owner_metadata_key`.
+    /// `Ok(false)` for a foreign, missing or non-UUID thread alike (the caller must not tell
+    /// them apart); `Err` (bounded, secret-free) when the server gave no usable answer. At most
+    /// one request, within `request_timeout`.
+    pub async fn thread_usable(&self, owner: &OwnerId, thread: &ThreadId) -> Result<bool, String> {
+        if !is_uuid(thread.as_str()) {
+            return Ok(false);
+        }
+        match &self.cfg.owner_metadata_key {
+            Some(key) => thread_owned_by(&self.http, key, thread, owner)
+                .await
+                .map_err(failure),
+            None => Ok(true),
+        }
+    }
+
     async fn launch(&self, req: &RunRequest, start: Instant) -> LaunchOutcome {
         let deadline = start + self.cfg.request_timeout;
-        if let Some(key) = &self.cfg.owner_metadata_key {
-            match thread_owned_by(&self.http, key, &req.thread, &req.owner).await {
-                Ok(true) => {}
-                Ok(false) => return LaunchOutcome::ThreadGone,
-                Err(e) => return LaunchOutcome::Failed(failure(e)),
-            }
+        match self.thread_usable(&req.owner, &req.thread).await {
+            Ok(true) => {}
+            Ok(false) => return LaunchOutcome::ThreadGone,
+            Err(e) => return LaunchOutcome::Failed(e),
         }
         match find_run(&self.http, &self.cfg, &req.thread, &req.key).await {
             Ok(Lookup::Found(seen)) => {

@@ -1,14 +1,21 @@
 //! Turning what the server said into an error message we may store and show: untrusted text,
-//! cleaned and bounded, and never holding one of our secrets.
+//! cleaned and bounded, and never holding one of our secrets — nor a fragment of one.
+//!
+//! Redaction is core's ([`tasklatch_core::redaction::redact`], the rules used for remote ids):
+//! whole secrets, short ones standing as a token, and any token-like piece of
+//! [`tasklatch_core::redaction::FRAGMENT`] bytes, so a truncated or partial echo of a header
+//! value is cut too. Text is redacted before it is cut to length, so a cut never leaves a
+//! secret's head behind.
 
 use tasklatch_core::policy::{bounded, MAX_SHOWN_ERROR};
+use tasklatch_core::redaction::redact;
 
 /// Characters of the server's own words kept in one error message.
 pub const MAX_DETAIL_CHARS: usize = 200;
 
-/// Secrets shorter than this are not searched for (a one-letter value would redact everything);
-/// header values that short are not credentials anyway.
-const MIN_REDACTABLE: usize = 4;
+/// Bytes of a body that is not the server's JSON error shape read for a message (before
+/// redaction; the longest secret is read beyond it, so one crossing the limit is cut whole).
+const BODY_HEAD_BYTES: usize = 4 * MAX_DETAIL_CHARS;
 
 /// Removes our secrets (the configured header values) from untrusted text, flattens control
 /// characters, and bounds it.
@@ -18,27 +25,18 @@ pub struct Redactor {
 }
 
 impl Redactor {
-    /// A redactor for these secret values.
+    /// A redactor for these secret values (empty ones are ignored).
     pub fn new(secrets: impl IntoIterator<Item = String>) -> Self {
-        let mut secrets: Vec<String> = secrets
-            .into_iter()
-            .filter(|s| s.len() >= MIN_REDACTABLE)
-            .collect();
-        // Longest first, so a secret that contains another is cut out whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let secrets = secrets.into_iter().filter(|s| !s.is_empty()).collect();
         Redactor { secrets }
     }
 
-    /// `text` with every secret replaced by `[redacted]`, control characters (newlines too)
-    /// replaced by spaces, cut to [`MAX_DETAIL_CHARS`] characters (`…` marks a cut).
+    /// `text` with every secret and token-like fragment of one replaced by `[redacted]`,
+    /// control characters (newlines too) replaced by spaces, then cut to [`MAX_DETAIL_CHARS`]
+    /// characters (`…` marks a cut).
     pub fn detail(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for secret in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "[redacted]");
-            }
-        }
-        let flat: String = out
+        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        let flat: String = redact(text, &secrets)
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
@@ -52,7 +50,9 @@ impl Redactor {
     }
 
     /// The server's words from an error answer: its JSON `detail` field when it has one (the
-    /// Agent Server's error shape), else the start of the body as text, else `(empty body)`.
+    /// Agent Server's error shape), else the start of the body as text (its first
+    /// [`BODY_HEAD_BYTES`] bytes and the longest secret's length more, redacted, then cut), else
+    /// `(empty body)`.
     pub fn body_detail(&self, body: &[u8]) -> String {
         if body.iter().all(u8::is_ascii_whitespace) {
             return "(empty body)".to_owned();
@@ -63,7 +63,8 @@ impl Redactor {
         match detail {
             Some(d) => self.detail(d.trim_matches('"')),
             None => {
-                let head = &body[..body.len().min(4 * MAX_DETAIL_CHARS)];
+                let longest = self.secrets.iter().map(String::len).max().unwrap_or(0);
+                let head = &body[..body.len().min(BODY_HEAD_BYTES + longest)];
                 self.detail(&String::from_utf8_lossy(head))
             }
         }
@@ -89,6 +90,21 @@ mod tests {
         assert!(d.contains("ab") || d.ends_with('…'));
         assert!(d.chars().count() <= MAX_DETAIL_CHARS + 1);
         assert!(!d.contains('\n'));
+    }
+
+    /// Issue 22 LOW: a secret crossing the body's read limit, and a partial echo of one, are
+    /// cut (whole-string matching after the cut showed their heads).
+    #[test]
+    fn fragments_and_secrets_at_the_cut_are_redacted() {
+        let key = "sk-PLANTED-API-KEY-0453";
+        let r = Redactor::new([format!("Bearer {key}")]);
+        let at_the_cut = format!("{}Bearer {key}</p>", " ".repeat(4 * MAX_DETAIL_CHARS - 12));
+        let d = r.body_detail(at_the_cut.as_bytes());
+        assert!(!d.contains("PLANTED") && !d.contains("sk-"), "{d}");
+        let partial = "<p>refused key sk-PLANTED-API for this route</p>";
+        let d = r.body_detail(partial.as_bytes());
+        assert!(!d.contains("PLANTED"), "{d}");
+        assert!(d.contains("for this route"), "{d}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ const LIMIT: usize = 64 * 1024;
 /// Replies by route; anything unrouted is a 500 so a stray request shows.
 #[derive(Clone)]
 struct Routes {
+    thread: Reply,
     list: Reply,
     create: Reply,
     status: Reply,
@@ -30,6 +31,10 @@ struct Routes {
 impl Default for Routes {
     fn default() -> Self {
         Routes {
+            thread: Reply::json(
+                200,
+                &format!(r#"{{"thread_id":"{THREAD}","metadata":{{"owner":"alice"}}}}"#),
+            ),
             list: Reply::json(200, "[]"),
             create: Reply::json(
                 200,
@@ -43,8 +48,10 @@ impl Default for Routes {
 
 async fn fake(routes: Routes) -> Fake {
     Fake::start(Arc::new(move |seen: &Seen| {
-        let runs = format!("/threads/{THREAD}/runs");
+        let thread = format!("/threads/{THREAD}");
+        let runs = format!("{thread}/runs");
         match (seen.method.as_str(), seen.path.as_str()) {
+            ("GET", p) if p == thread => routes.thread.clone(),
             ("GET", p) if p.starts_with(&format!("{runs}?")) => routes.list.clone(),
             ("POST", p) if p == runs => routes.create.clone(),
             ("GET", p) if p.starts_with(&format!("{runs}/")) => routes.status.clone(),

@@ -264,9 +264,12 @@ async fn submit_all(server: &LangGraph, engine: &TestEngine) -> Vec<Case> {
     let ids = SeededIds::new(9);
     let mut cases = Vec::with_capacity(TASKS);
     for i in 0..TASKS {
-        let thread = server.create_thread(serde_json::json!({})).await;
+        let owner = format!("owner-{}", i % 5);
+        let thread = server
+            .create_thread(serde_json::json!({ "owner": owner }))
+            .await;
         let scope = Scope {
-            owner: format!("owner-{}", i % 5).into(),
+            owner: owner.into(),
             thread,
         };
         let cmd = SubmitCommand {

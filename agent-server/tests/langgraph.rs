@@ -42,7 +42,7 @@ async fn the_launcher_against_langgraph_dev() {
     a_failing_graph_ends_in_error(&server).await;
     a_repeated_key_after_a_lost_answer_returns_the_same_run(&server).await;
     the_lookup_pages_back_to_an_older_run(&server).await;
-    a_thread_of_another_owner_is_gone_when_owners_are_checked(&server).await;
+    a_thread_of_another_owner_is_gone_by_default(&server).await;
     the_server_duplicates_a_key_but_the_message_stays_single(&server).await;
     two_runs_of_one_key_the_oldest_delivers_the_newer_is_rolled_back(&server).await;
     an_interrupted_run_ends_interrupted_and_frees_its_thread(&server).await;
@@ -69,7 +69,7 @@ async fn the_assistant_check_tells_a_missing_assistant(server: &LangGraph) {
 
 async fn a_run_starts_carries_the_hidden_input_and_succeeds(server: &LangGraph) {
     let launcher = server.launcher(|_| {});
-    let thread = server.create_thread(json!({})).await;
+    let thread = server.create_thread(json!({ "owner": "alice" })).await;
     let req = request("task:tsk_a:1:0", &thread, "task tsk_a completed");
     let run = started(launcher.start_run(req.clone()).await);
     let status = wait_terminal(&launcher, &thread, &run, RUN_LIMIT).await;
@@ -90,7 +90,7 @@ async fn a_run_starts_carries_the_hidden_input_and_succeeds(server: &LangGraph) 
 
 async fn a_busy_thread_is_busy_and_nothing_is_queued(server: &LangGraph) {
     let launcher = server.launcher(|_| {});
-    let thread = server.create_thread(json!({})).await;
+    let thread = server.create_thread(json!({ "owner": "alice" })).await;
     let slow = request("task:tsk_b:1:0", &thread, "slow\nfixture: sleep 3");
     let first = started(launcher.start_run(slow).await);
     let second = request("task:tsk_b:2:0", &thread, "second");
@@ -120,7 +120,7 @@ async fn a_busy_thread_is_busy_and_nothing_is_queued(server: &LangGraph) {
 
 async fn a_deleted_or_unknown_thread_is_gone_and_nothing_is_created(server: &LangGraph) {
     let launcher = server.launcher(|_| {});
-    let thread = server.create_thread(json!({})).await;
+    let thread = server.create_thread(json!({ "owner": "alice" })).await;
     let run = started(
         launcher
             .start_run(request("task:tsk_c:1:0", &thread, "hi"))
@@ -162,7 +162,7 @@ async fn a_deleted_or_unknown_thread_is_gone_and_nothing_is_created(server: &Lan
 
 async fn a_failing_graph_ends_in_error(server: &LangGraph) {
     let launcher = server.launcher(|_| {});
-    let thread = server.create_thread(json!({})).await;
+    let thread = server.create_thread(json!({ "owner": "alice" })).await;
     let req = request("task:tsk_d:1:0", &thread, "please\nfixture: raise");
     let run = started(launcher.start_run(req).await);
     assert_eq!(
@@ -175,7 +175,7 @@ async fn a_failing_graph_ends_in_error(server: &LangGraph) {
 /// server, the store knows nothing. The retry with the same key must find that run.
 async fn a_repeated_key_after_a_lost_answer_returns_the_same_run(server: &LangGraph) {
     let launcher = server.launcher(|_| {});
-    let thread = server.create_thread(json!({})).await;
+    let thread = server.create_thread(json!({ "owner": "alice" })).await;
     let req = request("task:tsk_e:1:0", &thread, "first attempt");
     let body = run_body("echo", &req);
     let sent = server
@@ -199,7 +199,7 @@ async fn the_lookup_pages_back_to_an_older_run(server: &LangGraph) {
         c.lookup_page_size = 2;
         c.lookup_page_limit = 5;
     });
-    let thread = server.create_thread(json!({})).await;
+    let thread = server.create_thread(json!({ "owner": "alice" })).await;
     let old = request("task:tsk_f:1:0", &thread, "old");
     let first = started(launcher.start_run(old.clone()).await);
     wait_terminal(&launcher, &thread, &first, RUN_LIMIT).await;
@@ -216,20 +216,36 @@ async fn the_lookup_pages_back_to_an_older_run(server: &LangGraph) {
     assert_eq!(server.runs(&thread).await.len(), 6);
 }
 
-async fn a_thread_of_another_owner_is_gone_when_owners_are_checked(server: &LangGraph) {
-    let launcher = server.launcher(|c| c.owner_metadata_key = Some("owner".into()));
-    let thread = server.create_thread(json!({ "owner": "alice" })).await;
-    let mut foreign = request("task:tsk_g:1:0", &thread, "hi");
-    foreign.owner = "mallory".into();
-    assert_eq!(launcher.start_run(foreign).await, LaunchOutcome::ThreadGone);
-    assert!(server.runs(&thread).await.is_empty());
+/// Issue 22 item 3, with the default configuration: a thread whose metadata names bob takes no
+/// run of alice's (nor does a thread without an owner), and takes bob's; the documented opt-out
+/// (`check_thread_owner = false`) starts runs on any thread.
+async fn a_thread_of_another_owner_is_gone_by_default(server: &LangGraph) {
+    let launcher = server.launcher(|_| {});
+    let bobs = server.create_thread(json!({ "owner": "bob" })).await;
+    let unowned = server.create_thread(json!({})).await;
+    let alice = "alice".into();
+    assert_eq!(launcher.thread_usable(&alice, &bobs).await, Ok(false));
+    assert_eq!(launcher.thread_usable(&alice, &unowned).await, Ok(false));
+    assert_eq!(launcher.thread_usable(&"bob".into(), &bobs).await, Ok(true));
+    for thread in [&bobs, &unowned] {
+        let foreign = request("task:tsk_g:1:0", thread, "hi");
+        assert_eq!(launcher.start_run(foreign).await, LaunchOutcome::ThreadGone);
+        assert!(server.runs(thread).await.is_empty());
+    }
+    let mut own = request("task:tsk_g:2:0", &bobs, "hi");
+    own.owner = "bob".into();
+    let run = started(launcher.start_run(own).await);
+    wait_terminal(&launcher, &bobs, &run, RUN_LIMIT).await;
+    assert_eq!(server.runs(&bobs).await.len(), 1);
+
+    let single_user = server.launcher(|c| c.check_thread_owner = false);
     let run = started(
-        launcher
-            .start_run(request("task:tsk_g:2:0", &thread, "hi"))
+        single_user
+            .start_run(request("task:tsk_g:3:0", &unowned, "hi"))
             .await,
     );
-    wait_terminal(&launcher, &thread, &run, RUN_LIMIT).await;
-    assert_eq!(server.runs(&thread).await.len(), 1);
+    wait_terminal(&single_user, &unowned, &run, RUN_LIMIT).await;
+    assert_eq!(server.runs(&unowned).await.len(), 1);
 }
 
 /// The premise of the lookup, and what the residual window costs: the server itself makes two
@@ -237,7 +253,7 @@ async fn a_thread_of_another_owner_is_gone_when_owners_are_checked(server: &Lang
 /// function of the key, the thread's state holds one notification message, not two.
 async fn the_server_duplicates_a_key_but_the_message_stays_single(server: &LangGraph) {
     let launcher = server.launcher(|_| {});
-    let thread = server.create_thread(json!({})).await;
+    let thread = server.create_thread(json!({ "owner": "alice" })).await;
     let req = request("task:tsk_h:1:0", &thread, "twice");
     let body = run_body("echo", &req);
     for _ in 0..2 {
@@ -279,7 +295,7 @@ async fn the_server_duplicates_a_key_but_the_message_stays_single(server: &LangG
 /// launcher reports the oldest (it also asks the server to roll the newer one back).
 async fn two_runs_of_one_key_the_oldest_delivers_the_newer_is_rolled_back(server: &LangGraph) {
     let launcher = server.launcher(|_| {});
-    let thread = server.create_thread(json!({})).await;
+    let thread = server.create_thread(json!({ "owner": "alice" })).await;
     let mut ids = Vec::new();
     for prompt in ["first", "fixture: sleep 20"] {
         let req = request("task:tsk_i:1:0", &thread, prompt);
@@ -317,7 +333,7 @@ async fn two_runs_of_one_key_the_oldest_delivers_the_newer_is_rolled_back(server
 
 async fn an_interrupted_run_ends_interrupted_and_frees_its_thread(server: &LangGraph) {
     let launcher = server.launcher(|_| {});
-    let thread = server.create_thread(json!({})).await;
+    let thread = server.create_thread(json!({ "owner": "alice" })).await;
     let stuck = request("task:tsk_s:1:0", &thread, "stuck\nfixture: sleep 30");
     let run = started(launcher.start_run(stuck).await);
     let next = request("task:tsk_s:1:1", &thread, "next attempt");

@@ -450,6 +450,19 @@ async fn check_isolation(workers: &[Worker], cases: &[Case], answers: &mut Vec<S
             )
             .await;
         assert_eq!(s, 404, "{}: cross-owner cancel by name: {d}", c.name);
+        // Issue 22 item 3: the victim's thread takes no task of the intruder's (its metadata
+        // names the victim), and the answer is a missing thread's.
+        let intrusion = json!({"server": "fix", "tool": "slow_job", "arguments": {}, "name": "x"});
+        let tasks = format!("/v1/threads/{}/tasks", c.thread);
+        let (s, d) = w
+            .call(Method::POST, &tasks, Some(intruder), Some(&intrusion))
+            .await;
+        assert_eq!(
+            (s, &d),
+            (404, &json!({"error": "not found"})),
+            "{}: cross-owner submit",
+            c.name
+        );
         let (s, d) = w.call(Method::GET, &detail, None, None).await;
         assert_eq!(s, 401, "{}: no token: {d}", c.name);
         let (s, mine) = w.call(Method::GET, &detail, Some(c.token()), None).await;

@@ -154,12 +154,12 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
         heartbeats,
         stale_after(&settings),
     ));
-    let state = app_state(&settings, &engines, ids, &metrics, &health);
+    let state = app_state(&settings, &engines, ids, &metrics, &health)?;
     // The API outlives the lanes: it answers (readiness 503 included) until they are done.
     let (api_stop_tx, api_stop_rx) = watch::channel(false);
     tasks.spawn(serve(
         listener,
-        router(state, settings.max_body_bytes),
+        router(state, settings.max_body_bytes, settings.max_in_flight),
         api_stop_rx,
     ));
     tracing::info!(lanes = engines.len(), listen = %settings.listen, wakeups = settings.wakeups, "worker started");
@@ -188,17 +188,20 @@ fn app_state(
     ids: RandomIds,
     metrics: &Arc<Metrics>,
     health: &Arc<Health>,
-) -> AppState<WorkerEngine> {
+) -> Result<AppState<WorkerEngine>, StartError> {
     let servers: BTreeSet<String> = settings.mcp.servers.keys().cloned().collect();
-    AppState {
+    let threads = AgentServerLauncher::new(&settings.agent_server)
+        .map_err(|e| StartError::Config(e.to_string()))?;
+    Ok(AppState {
         tasks: engines[0].clone(),
         ids: Arc::new(ids),
         auth: Arc::new(settings.auth.clone()),
         servers: Arc::new(servers),
+        threads: Arc::new(threads),
         metrics: metrics.clone(),
         health: health.clone(),
         openapi: openapi::document(settings.mcp.servers.keys().map(String::as_str)).into(),
-    }
+    })
 }
 
 /// Serves `app` until `stop` turns true, then finishes the requests in flight.

@@ -23,6 +23,7 @@ use tasklatch_core::ports::{
 use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_worker::api::health::Health;
+use tasklatch_worker::api::threads::{OwnerCheck, ThreadOwners};
 use tasklatch_worker::api::{openapi, router, AppState};
 use tasklatch_worker::clock::SystemClock;
 use tasklatch_worker::config::Auth;
@@ -115,6 +116,16 @@ impl Launcher for IdleLauncher {
     }
 }
 
+/// Every thread belongs to its caller here: thread ownership has its own test
+/// (`submit_guards.rs`, against a real agent server).
+struct EveryThread;
+
+impl ThreadOwners for EveryThread {
+    fn usable<'a>(&'a self, _: &'a OwnerId, _: &'a ThreadId) -> OwnerCheck<'a> {
+        Box::pin(async { Ok(true) })
+    }
+}
+
 fn app() -> Router {
     app_and_engine().0
 }
@@ -152,11 +163,12 @@ fn app_and_engine() -> (Router, Arc<TestEngine>, Answers) {
         ids: Arc::new(SeededIds::new(1)),
         auth: Arc::new(Auth::Tokens(tokens)),
         servers: Arc::new(BTreeSet::from(["fix".to_owned()])),
+        threads: Arc::new(EveryThread),
         metrics: Arc::new(Metrics::new()),
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
         openapi: openapi::document(["fix"]).into(),
     };
-    (router(state, BODY_LIMIT), engine, answers)
+    (router(state, BODY_LIMIT, 64), engine, answers)
 }
 
 struct Answer {

@@ -64,7 +64,14 @@ pub async fn answer<T: TaskService>(
         text: Secret::new(text),
     };
     let outcome = st.tasks.answer(&scope, req).await.map_err(|e| match e {
-        StoreError::Invalid(m) => ApiError::invalid(m),
+        // Every rule of ours is checked above; the store's text (constraint names, SQLSTATEs)
+        // stays in the log.
+        StoreError::Invalid(m) => {
+            tracing::warn!(thread = %scope.thread, error = %m, "the task store refused an answer");
+            ApiError::invalid(
+                "the answer could not be recorded: it breaks a limit of the task store",
+            )
+        }
         _ => ApiError::unavailable(),
     })?;
     match outcome {

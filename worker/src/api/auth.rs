@@ -6,7 +6,8 @@
 //!   attack).
 //! - Mode `trusted_proxy` (switched on explicitly): a reverse proxy has authenticated the
 //!   caller and names the owner in the configured header. Only safe when nothing but that proxy
-//!   can reach the listener.
+//!   can reach the listener. A request carrying that header more than once is refused: which
+//!   one the proxy set cannot be told.
 //!
 //! No credentials, unknown credentials, or an owner name that is not a valid id: 401.
 
@@ -52,7 +53,13 @@ pub fn owner_of(auth: &Auth, headers: &HeaderMap) -> Option<OwnerId> {
             hashes.get(&hash_token(token)).cloned()
         }
         Auth::TrustedProxy(name) => {
-            let owner = headers.get(name.as_str())?.to_str().ok()?.trim();
+            let mut values = headers.get_all(name.as_str()).iter();
+            let (first, again) = (values.next()?, values.next());
+            if again.is_some() {
+                // Which one the proxy set is unknowable: a caller may have added the other.
+                return None;
+            }
+            let owner = first.to_str().ok()?.trim();
             valid_id(owner).then(|| OwnerId::from(owner))
         }
     }
@@ -106,5 +113,17 @@ mod tests {
         );
         let tokens = Auth::Tokens(BTreeMap::new());
         assert_eq!(owner_of(&tokens, &headers(&[("x-user", "carol")])), None);
+    }
+
+    #[test]
+    fn a_repeated_proxy_header_is_refused() {
+        let auth = Auth::TrustedProxy("x-user".into());
+        let mut twice = headers(&[("x-user", "mallory")]);
+        twice.append("x-user", HeaderValue::from_static("carol"));
+        assert_eq!(owner_of(&auth, &twice), None);
+        twice.remove("x-user");
+        twice.append("x-user", HeaderValue::from_static("carol"));
+        twice.append("x-user", HeaderValue::from_static("carol"));
+        assert_eq!(owner_of(&auth, &twice), None, "even twice the same");
     }
 }

@@ -5,6 +5,11 @@
 //! worker runs on; and every lane has started or ended a pass recently — within
 //! `3 × tick + 3 × min_lease_left` (a pass runs three loops, and a loop's external calls end
 //! within `min_lease_left` of starting).
+//!
+//! `/readyz` needs no credentials, so its database check is shared: its result is kept for
+//! [`DB_CHECK_CACHE`], and callers arriving while a check runs wait for that one — at most one
+//! check at a time, at most one a second, however many callers. (The router's in-flight limit,
+//! module `shed`, bounds the callers.)
 
 use super::{AppState, TaskService};
 use crate::clock::SystemClock;
@@ -19,12 +24,15 @@ use serde::Serialize;
 use sqlx::PgPool;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tasklatch_core::ports::Clock;
+use tokio::sync::Mutex;
 use utoipa::ToSchema;
 
 /// How long the database may take to answer a readiness check.
 const DB_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the database check's result is reused.
+pub const DB_CHECK_CACHE: Duration = Duration::from_secs(1);
 
 /// What readiness looks at.
 pub struct Health {
@@ -32,6 +40,8 @@ pub struct Health {
     heartbeats: Vec<Arc<Heartbeat>>,
     stale_after: Duration,
     stopping: AtomicBool,
+    /// The last database check: when it ended, and its problem if any.
+    db_checked: Mutex<Option<(Instant, Option<String>)>>,
 }
 
 impl Health {
@@ -43,6 +53,7 @@ impl Health {
             heartbeats,
             stale_after,
             stopping: AtomicBool::new(false),
+            db_checked: Mutex::new(None),
         }
     }
 
@@ -57,11 +68,7 @@ impl Health {
         if self.stopping.load(Ordering::SeqCst) {
             problems.push("shutting down".to_owned());
         }
-        match tokio::time::timeout(DB_CHECK_TIMEOUT, schema::check(&self.pool)).await {
-            Ok(Ok(state)) if state.runnable() => {}
-            Ok(Ok(state)) => problems.push(state.explain()),
-            Ok(Err(_)) | Err(_) => problems.push("the database does not answer".to_owned()),
-        }
+        problems.extend(self.database_problem().await);
         let now = SystemClock.now();
         for (i, beat) in self.heartbeats.iter().enumerate() {
             let silent = now.since(beat.last());
@@ -73,6 +80,27 @@ impl Health {
             }
         }
         problems
+    }
+}
+
+impl Health {
+    /// The database's problem, if any: the last check's when it ended less than
+    /// [`DB_CHECK_CACHE`] ago, else a new check's (callers meanwhile wait for it).
+    async fn database_problem(&self) -> Option<String> {
+        let mut last = self.db_checked.lock().await;
+        if let Some((at, problem)) = last.as_ref() {
+            if at.elapsed() < DB_CHECK_CACHE {
+                return problem.clone();
+            }
+        }
+        let problem = match tokio::time::timeout(DB_CHECK_TIMEOUT, schema::check(&self.pool)).await
+        {
+            Ok(Ok(state)) if state.runnable() => None,
+            Ok(Ok(state)) => Some(state.explain()),
+            Ok(Err(_)) | Err(_) => Some("the database does not answer".to_owned()),
+        };
+        *last = Some((Instant::now(), problem.clone()));
+        problem
     }
 }
 

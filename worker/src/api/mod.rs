@@ -9,9 +9,12 @@
 //! | POST | `/v1/threads/{thread}/cancel` | cancel by name (`{"name": …}`) |
 //! | GET | `/openapi.json`, `/metrics`, `/healthz`, `/readyz` | no authentication |
 //!
+//! At most `http.max_in_flight` requests are served at once; one more is 503 at once.
+//!
 //! Every task call is scoped to (owner, thread): the owner comes from authentication
 //! ([`auth`]), the thread from the path; a task outside that scope is 404 "not found", exactly
-//! like a task that does not exist. Bodies are bounded (`http.max_body_bytes`); malformed input
+//! like a task that does not exist. A submit is accepted only into a thread the agent server
+//! records as the caller's ([`threads`]); any other thread is the same 404. Bodies are bounded (`http.max_body_bytes`); malformed input
 //! is 400/413/415/422 with a JSON message; a store failure is 503 — never a 500.
 
 mod answers;
@@ -20,7 +23,9 @@ mod error;
 pub mod health;
 pub mod openapi;
 pub mod shapes;
+mod shed;
 mod tasks;
+pub mod threads;
 
 pub use error::{ApiError, ErrorBody};
 
@@ -28,6 +33,7 @@ use crate::config::Auth;
 use crate::metrics::Metrics;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
+use axum::middleware;
 use axum::routing::{get, post};
 use axum::Router;
 use health::Health;
@@ -41,6 +47,7 @@ use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, CancelOutcome, CancelTarget, ListOrder, Scope, Store, StoreError,
 };
 use tasklatch_core::task::TaskRow;
+use tokio::sync::Semaphore;
 
 /// What the API needs from the engine: submit (with its compensation) and the scoped calls.
 pub trait TaskService: Send + Sync + 'static {
@@ -149,6 +156,8 @@ pub struct AppState<T> {
     pub auth: Arc<Auth>,
     /// The configured MCP server ids (a submit naming another is refused before any call).
     pub servers: Arc<BTreeSet<String>>,
+    /// Thread ownership, asked before a submit starts anything ([`threads`]).
+    pub threads: Arc<dyn threads::ThreadOwners>,
     /// The worker's metrics.
     pub metrics: Arc<Metrics>,
     /// Liveness and readiness.
@@ -164,6 +173,7 @@ impl<T> Clone for AppState<T> {
             ids: self.ids.clone(),
             auth: self.auth.clone(),
             servers: self.servers.clone(),
+            threads: self.threads.clone(),
             metrics: self.metrics.clone(),
             health: self.health.clone(),
             openapi: self.openapi.clone(),
@@ -171,8 +181,14 @@ impl<T> Clone for AppState<T> {
     }
 }
 
-/// The whole API, with request bodies limited to `max_body_bytes`.
-pub fn router<T: TaskService>(state: AppState<T>, max_body_bytes: usize) -> Router {
+/// The whole API, with request bodies limited to `max_body_bytes` and at most `max_in_flight`
+/// requests served at once (more are answered 503 at once: module `shed`).
+pub fn router<T: TaskService>(
+    state: AppState<T>,
+    max_body_bytes: usize,
+    max_in_flight: usize,
+) -> Router {
+    let in_flight = Arc::new(Semaphore::new(max_in_flight));
     Router::new()
         .route(
             "/v1/threads/{thread}/tasks",
@@ -199,6 +215,7 @@ pub fn router<T: TaskService>(state: AppState<T>, max_body_bytes: usize) -> Rout
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(state)
+        .layer(middleware::from_fn_with_state(in_flight, shed::shed))
 }
 
 async fn not_found() -> ApiError {

@@ -6,6 +6,7 @@ use super::error::{ApiError, ErrorBody};
 use super::shapes::{
     CancelByName, Cancelled, SubmitBody, Submitted, Task, TaskDetailBody, TaskList,
 };
+use super::threads::check_submit_thread;
 use super::{AppState, TaskService};
 use crate::config::valid_id;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
@@ -89,12 +90,13 @@ fn invalid_thread() -> ApiError {
         )),
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 401, description = "Missing or unknown credentials", body = ErrorBody),
+        (status = 404, description = "The thread is not one of the caller's (another owner's, missing, or an id the agent server cannot hold: never told apart); nothing was started", body = ErrorBody),
         (status = 409, description = "The server returned a task that is already tracked", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody),
         (status = 422, description = "A field breaks a rule, or the server is unknown", body = ErrorBody),
         (status = 502, description = "The remote server did not accept the task", body = ErrorBody),
-        (status = 503, description = "The task could not be saved (its remote task was cancelled again), or saving it was not confirmed: then it is saved once the store answers and reported in the thread, so do not submit it again", body = ErrorBody),
+        (status = 503, description = "The agent server could not confirm the thread, or the task store did not answer before the start (nothing was started; submit again), or the task could not be saved (its remote task was cancelled again), or saving it was not confirmed: then it is saved once the store answers and reported in the thread, so do not submit it again", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -107,36 +109,69 @@ pub async fn submit<T: TaskService>(
     let scope = scope_of(caller, path, invalid_thread)?;
     let Json(body) = body?;
     let cmd = command(&st, scope, body)?;
+    check_submit_thread(st.threads.as_ref(), &cmd.scope).await?;
     let (server, tool) = (cmd.server.clone(), cmd.tool.clone());
-    let id = st
-        .tasks
-        .submit(st.ids.as_ref(), cmd)
-        .await
-        .map_err(|e| match e {
-            SubmitError::Invalid(m) => ApiError::invalid(m),
-            SubmitError::Remote(m) => ApiError::new(StatusCode::BAD_GATEWAY, neutralise(&m)),
-            SubmitError::Duplicate => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            SubmitError::NotStarted(_) => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the task was not started: the task store did not answer; submitting it again \
-                 is safe",
-            ),
-            SubmitError::Store(StoreError::Invalid(_)) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "the task could not be saved: a value breaks a limit of the task store; the \
-                 remote task was cancelled",
-            ),
-            SubmitError::Store(_) => ApiError::unavailable(),
-            // The store's own error text stays in the log, as for `Store`.
-            SubmitError::Unconfirmed(_) => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the task was started but saving it was not confirmed; it is saved and reported \
-                 in this thread once the task store answers, so do not submit it again",
-            ),
-        })?;
+    let id = detached_submit(&st, cmd).await?;
     st.metrics.submitted();
     tracing::info!(task = %id, server = %server, tool = %tool, "task submitted");
     Ok((StatusCode::CREATED, Json(Submitted { task_id: id.0 })))
+}
+
+/// Runs the engine's submit in a task of its own, so a client that disconnects (dropping the
+/// request's future) cannot drop the submit midway: it runs to its end whatever happens to the
+/// request — the handle recorded, or the remote task compensated — exactly as if the answer
+/// had been read.
+async fn detached_submit<T: TaskService>(
+    st: &AppState<T>,
+    cmd: SubmitCommand,
+) -> Result<TaskId, ApiError> {
+    let (tasks, ids) = (st.tasks.clone(), st.ids.clone());
+    let work = tokio::spawn(async move { tasks.submit(ids.as_ref(), cmd).await });
+    match work.await {
+        Ok(outcome) => outcome.map_err(submit_error),
+        Err(e) => {
+            tracing::error!(error = %e, "a submit ended without an outcome");
+            Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the submit ended unexpectedly and its outcome is unknown; list the thread's \
+                 tasks before submitting it again",
+            ))
+        }
+    }
+}
+
+/// The answer to a submit the engine refused. Store texts (constraint names, SQLSTATEs) stay
+/// in the log; the caller gets a fixed message.
+fn submit_error(e: SubmitError) -> ApiError {
+    match e {
+        // Every rule of the engine's own is checked before (`command`): what is left is the
+        // store refusing the intent's data.
+        SubmitError::Invalid(m) => {
+            tracing::warn!(error = %m, "the task store refused a submit's data");
+            ApiError::invalid(
+                "the task could not be saved: a value breaks a limit of the task store; nothing \
+                 was started",
+            )
+        }
+        SubmitError::Remote(m) => ApiError::new(StatusCode::BAD_GATEWAY, neutralise(&m)),
+        SubmitError::Duplicate => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+        SubmitError::NotStarted(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the task was not started: the task store did not answer; submitting it again is safe",
+        ),
+        SubmitError::Store(StoreError::Invalid(_)) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "the task could not be saved: a value breaks a limit of the task store; the remote \
+             task was cancelled",
+        ),
+        SubmitError::Store(_) => ApiError::unavailable(),
+        // The store's own error text stays in the log, as for `Store`.
+        SubmitError::Unconfirmed(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the task was started but saving it was not confirmed; it is saved and reported in \
+             this thread once the task store answers, so do not submit it again",
+        ),
+    }
 }
 
 fn command<T>(st: &AppState<T>, scope: Scope, body: SubmitBody) -> Result<SubmitCommand, ApiError> {

@@ -201,6 +201,8 @@ pub struct HttpSection {
     pub listen: String,
     /// The largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Requests served at once (1 to 10,000); one more is answered 503 at once.
+    pub max_in_flight: usize,
 }
 
 impl Default for HttpSection {
@@ -208,6 +210,7 @@ impl Default for HttpSection {
         HttpSection {
             listen: "127.0.0.1:8080".into(),
             max_body_bytes: 64 << 10,
+            max_in_flight: 256,
         }
     }
 }

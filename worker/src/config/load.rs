@@ -126,20 +126,24 @@ fn valid_env_name(name: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// `message` with every double-quoted part replaced by `"…"`: serde quotes offending values,
-/// and a value may be a secret put in the wrong field.
+/// `message` with every quoted part replaced by `…`: serde quotes offending values in double
+/// quotes (`string "…"`) or backticks (`unknown variant `…``), and a value may be a secret put
+/// in the wrong field (an `env:` value substituted into an enum field). Kept: a backtick-quoted
+/// name right after `field ` (a key of the file, not a value) and backtick-quoted parts after
+/// `expected` (the accepted names, from the code).
 fn scrub(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
-    let mut quoted = false;
-    for c in message.chars() {
-        if c == '"' {
-            if !quoted {
-                out.push_str("\"…\"");
-            }
-            quoted = !quoted;
-        } else if !quoted {
+    let mut chars = message.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' && c != '`' {
             out.push(c);
+            continue;
         }
+        let quoted: String = chars.by_ref().take_while(|&q| q != c).collect();
+        let named = c == '`' && (out.ends_with("field ") || out.contains("expected"));
+        out.push(c);
+        out.push_str(if named { &quoted } else { "…" });
+        out.push(c);
     }
     out.trim().replace('\n', "; ")
 }
@@ -239,5 +243,33 @@ mod tests {
             "invalid type: string \"…\", expected u32"
         );
         assert_eq!(scrub("a \"b\" c \"d"), "a \"…\" c \"…\"");
+        assert_eq!(
+            scrub("unknown variant `s3cr3t`, expected one of `auto`, `legacy`"),
+            "unknown variant `…`, expected one of `auto`, `legacy`"
+        );
+        assert_eq!(
+            scrub("invalid type: character `x`, expected a string"),
+            "invalid type: character `…`, expected a string"
+        );
+        assert_eq!(scrub("unknown field `lane`"), "unknown field `lane`");
+    }
+
+    #[test]
+    fn an_env_secret_in_an_enum_field_is_not_quoted() {
+        let env = env_of(&[
+            ("ALICE_HASH", "abc"),
+            ("RESEARCH_TOKEN", "t"),
+            ("SECRET", "PLANTED-ENV-SECRET"),
+        ]);
+        let wrong = MINIMAL.replace(
+            "headers = { Authorization",
+            "protocol = \"env:SECRET\"\n        headers = { Authorization",
+        );
+        let e = parse(&wrong, &env)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("unknown variant"), "{e}");
+        assert!(!e.contains("PLANTED"), "{e}");
     }
 }

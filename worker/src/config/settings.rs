@@ -28,6 +28,8 @@ pub const MAX_POOL_SIZE: u32 = 200;
 const TICK_RANGE_MS: (u64, u64) = (10, 60_000);
 /// The smallest and largest body limit.
 const BODY_RANGE: (usize, usize) = (1 << 10, 1 << 20);
+/// Accepted `http.max_in_flight`: requests served at once.
+const IN_FLIGHT_RANGE: (usize, usize) = (1, 10_000);
 /// The longest timing accepted anywhere (one day).
 const MAX_TIMING_MS: u64 = 24 * 60 * 60 * 1_000;
 /// The longest retention age accepted (ten years).
@@ -75,6 +77,8 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// The largest request body accepted.
     pub max_body_bytes: usize,
+    /// Requests served at once; more are answered 503 at once.
+    pub max_in_flight: usize,
     /// The retention loop, if switched on.
     pub retention: Option<Retention>,
     /// API authentication.
@@ -105,6 +109,12 @@ impl Settings {
             BODY_RANGE.0,
             BODY_RANGE.1,
         )?;
+        let max_in_flight = in_range(
+            "http.max_in_flight",
+            file.http.max_in_flight,
+            IN_FLIGHT_RANGE.0,
+            IN_FLIGHT_RANGE.1,
+        )?;
         let retention = retention_of(&file.retention)?;
         let mcp = mcp_of(&file, &policy)?;
         agent_server_fits(&file.agent_server, &policy)?;
@@ -116,6 +126,7 @@ impl Settings {
             policy,
             listen,
             max_body_bytes,
+            max_in_flight,
             retention,
             auth: auth_of(&file)?,
             mcp,
@@ -444,6 +455,7 @@ mod tests {
         assert_eq!(s.policy.run_check_interval, Duration::from_secs(2));
         assert_eq!(s.policy.notify_lease, Policy::default().notify_lease);
         assert_eq!(s.max_body_bytes, 65_536);
+        assert_eq!(s.max_in_flight, 256);
         assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
         assert!(matches!(&s.auth, Auth::Tokens(t) if t.len() == 1));
     }
@@ -474,6 +486,7 @@ mod tests {
             ),
             ("[http]\nlisten = \"localhost\"", "http.listen"),
             ("[http]\nmax_body_bytes = 10", "http.max_body_bytes"),
+            ("[http]\nmax_in_flight = 0", "http.max_in_flight"),
         ];
         for (extra, field) in cases {
             let text = format!("{extra}\n{BASE}");

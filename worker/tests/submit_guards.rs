@@ -1,0 +1,334 @@
+//! What guards a submit (issue 22 item 3 and its LOW bullets), through the real router and an
+//! engine on the in-memory store: thread ownership — the real `AgentServerLauncher` against a
+//! real `langgraph dev` (started by the test on a free port with a fresh state folder), with
+//! the default configuration — and a client that disconnects while the remote call runs.
+
+use axum::body::Body;
+use axum::http::{header, Method, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tasklatch_agent_server::{AgentServerConfig, AgentServerLauncher};
+use tasklatch_core::engine::Engine;
+use tasklatch_core::ids::{OwnerId, RunId, SeededIds, ServerId, ThreadId, WorkerId};
+use tasklatch_core::mem_store::MemStore;
+use tasklatch_core::policy::Policy;
+use tasklatch_core::ports::{
+    Driver, DriverError, LaunchOutcome, Launcher, RunRequest, RunStatus, SubmitRequest, Submitted,
+};
+use tasklatch_core::secret::{RemoteHandle, Secret};
+use tasklatch_core::snapshot::RemoteReport;
+use tasklatch_peers::{start_langgraph, PeerProcess};
+use tasklatch_worker::api::health::Health;
+use tasklatch_worker::api::threads::{OwnerCheck, ThreadOwners};
+use tasklatch_worker::api::{openapi, router, AppState};
+use tasklatch_worker::clock::SystemClock;
+use tasklatch_worker::config::Auth;
+use tasklatch_worker::metrics::Metrics;
+use tasklatch_worker::token::hash_token;
+use tokio::sync::{Notify, Semaphore};
+use tower::ServiceExt;
+
+/// Counts the remote tasks it starts; every one is `working`. With a gate, each submit waits
+/// for a permit before it starts its task (`entered` tells that it is waiting).
+#[derive(Default)]
+struct CountingDriver {
+    started: Arc<AtomicU32>,
+    gate: Option<Gate>,
+}
+
+#[derive(Clone)]
+struct Gate {
+    entered: Arc<Notify>,
+    permits: Arc<Semaphore>,
+}
+
+impl Driver for CountingDriver {
+    async fn submit(&self, _: &SubmitRequest) -> Result<Submitted, DriverError> {
+        if let Some(gate) = &self.gate {
+            gate.entered.notify_one();
+            let permit = gate.permits.acquire().await;
+            permit.unwrap_or_else(|e| panic!("{e}")).forget();
+        }
+        let n = self.started.fetch_add(1, Ordering::SeqCst);
+        let id = format!("remote-{n}");
+        Ok(Submitted {
+            report: Some(RemoteReport {
+                task_id: id.clone(),
+                status: "working".into(),
+                ..RemoteReport::default()
+            }),
+            handle: RemoteHandle {
+                remote_task_id: Secret::new(id),
+                driver_data: Secret::new("{}".to_owned()),
+            },
+        })
+    }
+    async fn get_status(
+        &self,
+        _: &ServerId,
+        _: &RemoteHandle,
+    ) -> Result<RemoteReport, DriverError> {
+        Err(DriverError::UnknownTask)
+    }
+    async fn cancel(&self, _: &ServerId, _: &RemoteHandle) -> Result<RemoteReport, DriverError> {
+        Err(DriverError::UnknownTask)
+    }
+    async fn answer(
+        &self,
+        _: &ServerId,
+        _: &RemoteHandle,
+        _: &str,
+        _: &Secret,
+    ) -> Result<(), DriverError> {
+        Ok(())
+    }
+}
+
+struct IdleLauncher;
+
+impl Launcher for IdleLauncher {
+    async fn start_run(&self, _: RunRequest) -> LaunchOutcome {
+        LaunchOutcome::Busy
+    }
+    async fn run_status(&self, _: &ThreadId, _: &RunId) -> Result<RunStatus, String> {
+        Ok(RunStatus::Pending)
+    }
+}
+
+/// The router over `threads`, and the count of remote tasks started through it.
+fn guarded_app(threads: Arc<dyn ThreadOwners>) -> (Router, Arc<AtomicU32>) {
+    gated_app(threads, None)
+}
+
+fn gated_app(threads: Arc<dyn ThreadOwners>, gate: Option<Gate>) -> (Router, Arc<AtomicU32>) {
+    let driver = CountingDriver {
+        started: Arc::default(),
+        gate,
+    };
+    let started = driver.started.clone();
+    let engine = Engine::new(
+        MemStore::new(Policy::default()),
+        driver,
+        IdleLauncher,
+        SystemClock,
+        WorkerId::from("guards-0"),
+        Policy::default(),
+    );
+    let tokens = BTreeMap::from([
+        (hash_token("tok-alice"), OwnerId::from("alice")),
+        (hash_token("tok-bob"), OwnerId::from("bob")),
+    ]);
+    let options = "postgres://u@127.0.0.1:1/db"
+        .parse()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pool = sqlx::postgres::PgPoolOptions::new().connect_lazy_with(options);
+    let state = AppState {
+        tasks: Arc::new(engine),
+        ids: Arc::new(SeededIds::new(7)),
+        auth: Arc::new(Auth::Tokens(tokens)),
+        servers: Arc::new(BTreeSet::from(["fix".to_owned()])),
+        threads,
+        metrics: Arc::new(Metrics::new()),
+        health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
+        openapi: openapi::document(["fix"]).into(),
+    };
+    (router(state, 4 << 10, 64), started)
+}
+
+/// `POST /v1/threads/{thread}/tasks` as `token`: the status and the body as text.
+async fn submit(app: &Router, token: &str, thread: &str) -> (StatusCode, String) {
+    let body = json!({"server": "fix", "tool": "job", "arguments": {}, "name": "report"});
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri(format!("/v1/threads/{thread}/tasks"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let res = app
+        .clone()
+        .oneshot(req)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = res.status();
+    let bytes = res
+        .into_body()
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A `langgraph dev` serving the fixture app from a fresh state folder, removed on drop.
+struct LangGraph {
+    process: PeerProcess,
+    state_dir: PathBuf,
+}
+
+impl LangGraph {
+    fn start() -> LangGraph {
+        let app = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/servers/langgraph");
+        let state_dir =
+            std::env::temp_dir().join(format!("tasklatch-guards-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&state_dir);
+        let process = start_langgraph(&app, &state_dir)
+            .unwrap_or_else(|e| panic!("langgraph dev could not be started: {e}"));
+        LangGraph { process, state_dir }
+    }
+
+    /// A thread whose metadata is `metadata`.
+    async fn thread(&self, metadata: Value) -> String {
+        let res = reqwest::Client::new()
+            .post(self.process.url("/threads"))
+            .header("content-type", "application/json")
+            .body(json!({ "metadata": metadata }).to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST /threads: {e}"));
+        let v: Value = serde_json::from_str(&res.text().await.unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        match v["thread_id"].as_str() {
+            Some(id) => id.to_owned(),
+            None => panic!("POST /threads answered {v}"),
+        }
+    }
+
+    fn launcher(&self, tweak: impl FnOnce(&mut AgentServerConfig)) -> Arc<AgentServerLauncher> {
+        let mut config = AgentServerConfig::new(self.process.url(""), "echo");
+        tweak(&mut config);
+        Arc::new(AgentServerLauncher::new(&config).unwrap_or_else(|e| panic!("{e}")))
+    }
+}
+
+impl Drop for LangGraph {
+    fn drop(&mut self) {
+        self.process.stop();
+        let _ = std::fs::remove_dir_all(&self.state_dir);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submits_go_only_into_the_callers_own_threads() {
+    let server = LangGraph::start();
+    let bobs = server.thread(json!({ "owner": "bob" })).await;
+    let alices = server.thread(json!({ "owner": "alice" })).await;
+    let unowned = server.thread(json!({})).await;
+    let (app, started) = guarded_app(server.launcher(|_| {}));
+
+    // Foreign, unowned, missing and non-UUID threads: one and the same answer, nothing started.
+    let missing = "00000000-0000-4000-8000-000000000000";
+    let mut refusals = Vec::new();
+    for thread in [bobs.as_str(), unowned.as_str(), missing, "thread-1"] {
+        refusals.push(submit(&app, "tok-alice", thread).await);
+    }
+    let expected = (StatusCode::NOT_FOUND, r#"{"error":"not found"}"#.to_owned());
+    assert!(refusals.iter().all(|r| *r == expected), "{refusals:?}");
+    assert_eq!(started.load(Ordering::SeqCst), 0, "nothing was started");
+
+    assert_eq!(
+        submit(&app, "tok-alice", &alices).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(submit(&app, "tok-bob", &bobs).await.0, StatusCode::CREATED);
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+
+    // The explicit single-user opt-out: any thread the server can hold, but still no other id.
+    let (open, started) = guarded_app(server.launcher(|c| c.check_thread_owner = false));
+    assert_eq!(
+        submit(&open, "tok-alice", &unowned).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(submit(&open, "tok-alice", "thread-1").await, expected);
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_agent_server_that_cannot_be_asked_starts_nothing() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        l.local_addr().unwrap_or_else(|e| panic!("{e}")).port()
+    };
+    let config = AgentServerConfig::new(format!("http://127.0.0.1:{closed}"), "echo");
+    let launcher = AgentServerLauncher::new(&config).unwrap_or_else(|e| panic!("{e}"));
+    let (app, started) = guarded_app(Arc::new(launcher));
+    let (status, body) = submit(&app, "tok-alice", "0badc0de-0000-4000-8000-00000000000a").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body.contains("nothing was started"), "{body}");
+    assert!(!body.contains(&closed.to_string()), "{body}");
+    assert_eq!(started.load(Ordering::SeqCst), 0);
+}
+
+struct EveryThread;
+
+impl ThreadOwners for EveryThread {
+    fn usable<'a>(&'a self, _: &'a OwnerId, _: &'a ThreadId) -> OwnerCheck<'a> {
+        Box::pin(async { Ok(true) })
+    }
+}
+
+/// The tasks `token` lists in `thread`.
+async fn listed(app: &Router, token: &str, thread: &str) -> Vec<Value> {
+    let req = Request::builder()
+        .uri(format!("/v1/threads/{thread}/tasks"))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let res = app
+        .clone()
+        .oneshot(req)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bytes = res
+        .into_body()
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_bytes();
+    let v: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    v["tasks"].as_array().cloned().unwrap_or_default()
+}
+
+/// Issue 22 LOW: the request's future is dropped while the driver's submit runs (the client
+/// went away); the submit still runs to its end and the task is tracked.
+#[tokio::test]
+async fn a_client_that_disconnects_mid_submit_does_not_drop_the_work() {
+    let gate = Gate {
+        entered: Arc::new(Notify::new()),
+        permits: Arc::new(Semaphore::new(0)),
+    };
+    let (app, started) = gated_app(Arc::new(EveryThread), Some(gate.clone()));
+    let thread = "0badc0de-0000-4000-8000-00000000000b";
+    let request = tokio::spawn({
+        let app = app.clone();
+        async move { submit(&app, "tok-alice", thread).await }
+    });
+    tokio::time::timeout(Duration::from_secs(5), gate.entered.notified())
+        .await
+        .unwrap_or_else(|_| panic!("the driver was never called"));
+    request.abort();
+    assert!(request.await.is_err(), "the request was cancelled");
+    gate.permits.add_permits(1);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let tasks = listed(&app, "tok-alice", thread).await;
+        if started.load(Ordering::SeqCst) == 1
+            && tasks.len() == 1
+            && tasks[0]["status"] == "working"
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the submit did not finish: {} started, tasks {tasks:?}",
+            started.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
