@@ -121,15 +121,17 @@ impl McpDriver {
             .ok_or_else(|| DriverError::Rejected(format!("no MCP server `{id}` is configured")))
     }
 
-    /// `tools/call` in the protocol the server speaks; `auto` probes once and remembers.
+    /// `tools/call` in the protocol the server speaks. `auto` tries the extension; only when
+    /// `server/discover` answered as a non-extension server does it try legacy, and legacy is
+    /// remembered only once a legacy submit worked, for [`crate::server::LEGACY_VERDICT_TTL`]
+    /// (one bad answer during a deploy never pins a server to legacy).
     async fn submit_to(
         &self,
         server: &Server,
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<Submitted, DriverError> {
-        let speaks = *server.speaks.lock().await;
-        match speaks {
+        match server.speaks().await {
             Some(Speaks::Legacy) => legacy::submit(server, tool, arguments).await,
             Some(Speaks::Extension) => {
                 extension::submit(&self.inner.connections, server, tool, arguments)
@@ -142,22 +144,29 @@ impl McpDriver {
                         })
                     })
             }
-            None => {
-                match extension::submit(&self.inner.connections, server, tool, arguments.clone())
-                    .await
-                {
-                    Ok(submitted) => {
-                        *server.speaks.lock().await = Some(Speaks::Extension);
-                        Ok(submitted)
-                    }
-                    Err(None) => {
-                        tracing::debug!(server = %server.id, "no tasks extension: legacy tasks");
-                        *server.speaks.lock().await = Some(Speaks::Legacy);
-                        legacy::submit(server, tool, arguments).await
-                    }
-                    Err(Some(e)) => Err(e),
-                }
+            None => self.probe(server, tool, arguments).await,
+        }
+    }
+
+    /// `auto`'s submit to a server not judged yet (or whose legacy verdict expired).
+    async fn probe(
+        &self,
+        server: &Server,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Submitted, DriverError> {
+        match extension::submit(&self.inner.connections, server, tool, arguments.clone()).await {
+            Ok(submitted) => {
+                server.found(Speaks::Extension).await;
+                Ok(submitted)
             }
+            Err(None) => {
+                tracing::debug!(server = %server.id, "no tasks extension: trying legacy tasks");
+                let submitted = legacy::submit(server, tool, arguments).await?;
+                server.found(Speaks::Legacy).await;
+                Ok(submitted)
+            }
+            Err(Some(e)) => Err(e),
         }
     }
 }
