@@ -86,6 +86,8 @@ async fn a_new_auto_server_is_not_pinned_to_legacy_by_one_bad_answer() {
     let first = d.submit(&submit_request("slow", "{}")).await;
     assert!(first.is_err(), "a server answering 404 cannot take a task");
     healthy.store(true, Ordering::SeqCst);
+    // A failed connect is remembered for 2 s (the negative cache); wait it out.
+    tokio::time::sleep(std::time::Duration::from_millis(2_200)).await;
     let second = d
         .submit(&submit_request("slow", "{}"))
         .await
