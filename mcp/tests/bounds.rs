@@ -1,4 +1,5 @@
 //! Issue 22 item 4: a server that accepts TCP and never answers delays only calls to itself.
+//! Item 5: one driver call (several requests) ends within the server's `call_deadline_ms`.
 
 mod support;
 
@@ -63,4 +64,39 @@ async fn a_blackholed_server_does_not_stall_a_healthy_one() {
             "{outcome:?}"
         );
     }
+}
+
+/// An extension cancel is two requests (`tasks/cancel`, then `tasks/get`), each answered after
+/// 700 ms — each within the 1 s request timeout, together past the 1 s call deadline.
+#[tokio::test]
+async fn a_call_of_several_requests_ends_within_its_deadline() {
+    let slow = fake::serve_delayed(
+        Arc::new(|method, request| {
+            Some(match method {
+                "server/discover" => fake::discover(request),
+                "tasks/cancel" => fake::result(request, json!({})),
+                _ => fake::result(request, fake::task(TASK, "cancelled")),
+            })
+        }),
+        Arc::new(|method| match method {
+            "tasks/cancel" | "tasks/get" => Duration::from_millis(700),
+            _ => Duration::ZERO,
+        }),
+    )
+    .await;
+    let mut config = McpConfig::default();
+    let mut server = ServerConfig::new(slow).with_protocol(Protocol::Extension);
+    server.request_timeout_ms = 1_000;
+    server.call_deadline_ms = Some(1_000);
+    config.servers.insert("a".into(), server);
+    let d = McpDriver::new(config).expect("a valid configuration");
+    let started = Instant::now();
+    let outcome = d.cancel(&ServerId::from("a"), &handle()).await;
+    let took = started.elapsed();
+    println!("a two-request cancel ended after {took:?}: {outcome:?}");
+    assert!(
+        matches!(outcome, Err(DriverError::Unavailable { .. })),
+        "{outcome:?}"
+    );
+    assert!(took < Duration::from_millis(1_300), "{took:?}");
 }

@@ -18,11 +18,20 @@ const MAX_REQUEST: usize = 1 << 20;
 
 /// Serves `handler` on a free port until the test ends; returns the `/mcp` URL.
 pub async fn serve(handler: Handler) -> String {
+    serve_delayed(handler, Arc::new(|_| std::time::Duration::ZERO)).await
+}
+
+/// As [`serve`], each answer sent after `delay(method)`.
+pub async fn serve_delayed(
+    handler: Handler,
+    delay: Arc<dyn Fn(&str) -> std::time::Duration + Send + Sync>,
+) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("a free port");
     let url = format!("http://{}/mcp", listener.local_addr().expect("an address"));
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = listener.accept().await {
             let handler = handler.clone();
+            let delay = delay.clone();
             tokio::spawn(async move {
                 let Some(request) = read_request(&mut sock).await else {
                     return;
@@ -32,6 +41,7 @@ pub async fn serve(handler: Handler) -> String {
                     tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
                     return;
                 };
+                tokio::time::sleep(delay(&method)).await;
                 let head = format!(
                     "HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                     body.len()
