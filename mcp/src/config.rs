@@ -17,6 +17,9 @@ use tasklatch_core::secret::Secret;
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest request timeout accepted (must stay inside core's `min_lease_left` of 30 s).
 pub const MAX_REQUEST_TIMEOUT: Duration = Duration::from_secs(25);
+/// The longest call deadline accepted: one driver method (a legacy `get_status` is 2 requests,
+/// a cancel or answer up to 4) ends within this, whatever its requests' timeouts.
+pub const MAX_CALL_DEADLINE: Duration = Duration::from_secs(25);
 /// The default size limit of one answer, in bytes, enforced while reading.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1 << 20;
 /// The smallest answer limit accepted: a task report with its envelope must fit.
@@ -56,6 +59,11 @@ pub struct ServerConfig {
     /// at most 25 000).
     #[serde(default = "default_timeout_ms")]
     pub request_timeout_ms: u64,
+    /// Milliseconds one driver call (submit, get_status, cancel, answer — all its requests
+    /// together, connect included) may take; past it the call is `Unavailable` (timeout).
+    /// Default: `request_timeout_ms`; at most 25 000.
+    #[serde(default)]
+    pub call_deadline_ms: Option<u64>,
     /// Bytes one answer may hold; reading stops and the call fails past it, before parsing
     /// (default 1 MiB, 4 KiB to 64 MiB).
     #[serde(default = "default_max_response_bytes")]
@@ -80,6 +88,7 @@ impl ServerConfig {
             url: url.into(),
             protocol: Protocol::Auto,
             request_timeout_ms: default_timeout_ms(),
+            call_deadline_ms: None,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             headers: BTreeMap::new(),
         }
@@ -94,6 +103,11 @@ impl ServerConfig {
     /// The request timeout.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// The deadline of one driver call (default: the request timeout).
+    pub fn call_deadline(&self) -> Duration {
+        Duration::from_millis(self.call_deadline_ms.unwrap_or(self.request_timeout_ms))
     }
 
     fn validate(&self, server: &str) -> Result<(), ConfigError> {
@@ -121,6 +135,13 @@ impl ServerConfig {
             return Err(bad(
                 "request_timeout_ms",
                 format!("must be 1 to {} ms", MAX_REQUEST_TIMEOUT.as_millis()),
+            ));
+        }
+        let deadline = self.call_deadline();
+        if deadline.is_zero() || deadline > MAX_CALL_DEADLINE {
+            return Err(bad(
+                "call_deadline_ms",
+                format!("must be 1 to {} ms", MAX_CALL_DEADLINE.as_millis()),
             ));
         }
         if !(MIN_RESPONSE_BYTES..=MAX_RESPONSE_BYTES).contains(&self.max_response_bytes) {

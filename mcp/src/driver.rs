@@ -96,14 +96,14 @@ impl McpDriver {
         let remote_id = handle.remote_task_id.expose();
         match DriverData::decode(handle.driver_data.expose())? {
             DriverData::Extension => {
-                extension::answer(
+                let call = extension::answer(
                     &self.inner.connections,
                     server,
                     remote_id,
                     question_id,
                     response,
-                )
-                .await
+                );
+                within_deadline(server, call).await
             }
             DriverData::Legacy { .. } => Err(DriverError::Rejected(
                 "answering is not supported for legacy (2025-11-25) tasks".into(),
@@ -121,15 +121,17 @@ impl McpDriver {
             .ok_or_else(|| DriverError::Rejected(format!("no MCP server `{id}` is configured")))
     }
 
-    /// `tools/call` in the protocol the server speaks; `auto` probes once and remembers.
+    /// `tools/call` in the protocol the server speaks. `auto` tries the extension; only when
+    /// `server/discover` answered as a non-extension server does it try legacy, and legacy is
+    /// remembered only once a legacy submit worked, for [`crate::server::LEGACY_VERDICT_TTL`]
+    /// (one bad answer during a deploy never pins a server to legacy).
     async fn submit_to(
         &self,
         server: &Server,
         tool: &str,
         arguments: Map<String, Value>,
     ) -> Result<Submitted, DriverError> {
-        let speaks = *server.speaks.lock().await;
-        match speaks {
+        match server.speaks().await {
             Some(Speaks::Legacy) => legacy::submit(server, tool, arguments).await,
             Some(Speaks::Extension) => {
                 extension::submit(&self.inner.connections, server, tool, arguments)
@@ -142,22 +144,29 @@ impl McpDriver {
                         })
                     })
             }
-            None => {
-                match extension::submit(&self.inner.connections, server, tool, arguments.clone())
-                    .await
-                {
-                    Ok(submitted) => {
-                        *server.speaks.lock().await = Some(Speaks::Extension);
-                        Ok(submitted)
-                    }
-                    Err(None) => {
-                        tracing::debug!(server = %server.id, "no tasks extension: legacy tasks");
-                        *server.speaks.lock().await = Some(Speaks::Legacy);
-                        legacy::submit(server, tool, arguments).await
-                    }
-                    Err(Some(e)) => Err(e),
-                }
+            None => self.probe(server, tool, arguments).await,
+        }
+    }
+
+    /// `auto`'s submit to a server not judged yet (or whose legacy verdict expired).
+    async fn probe(
+        &self,
+        server: &Server,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Submitted, DriverError> {
+        match extension::submit(&self.inner.connections, server, tool, arguments.clone()).await {
+            Ok(submitted) => {
+                server.found(Speaks::Extension).await;
+                Ok(submitted)
             }
+            Err(None) => {
+                tracing::debug!(server = %server.id, "no tasks extension: trying legacy tasks");
+                let submitted = legacy::submit(server, tool, arguments).await?;
+                server.found(Speaks::Legacy).await;
+                Ok(submitted)
+            }
+            Err(Some(e)) => Err(e),
         }
     }
 }
@@ -182,7 +191,7 @@ impl Driver for McpDriver {
         let server = self.server(&req.server)?;
         let arguments = arguments(&req.arguments)?;
         tracing::debug!(server = %server.id, tool = %req.tool, "mcp submit");
-        self.submit_to(server, &req.tool, arguments).await
+        within_deadline(server, self.submit_to(server, &req.tool, arguments)).await
     }
 
     async fn get_status(
@@ -192,13 +201,18 @@ impl Driver for McpDriver {
     ) -> Result<RemoteReport, DriverError> {
         let server = self.server(server)?;
         let remote_id = handle.remote_task_id.expose();
-        match DriverData::decode(handle.driver_data.expose())? {
-            DriverData::Extension => {
-                extension::get_status(&self.inner.connections, server, remote_id).await
+        let call = async {
+            match DriverData::decode(handle.driver_data.expose())? {
+                DriverData::Extension => {
+                    extension::get_status(&self.inner.connections, server, remote_id).await
+                }
+                DriverData::Legacy { session } => {
+                    legacy::get_status(server, remote_id, &session).await
+                }
+                DriverData::Inline => Err(inline_task()),
             }
-            DriverData::Legacy { session } => legacy::get_status(server, remote_id, &session).await,
-            DriverData::Inline => Err(inline_task()),
-        }
+        };
+        within_deadline(server, call).await
     }
 
     async fn cancel(
@@ -208,13 +222,16 @@ impl Driver for McpDriver {
     ) -> Result<RemoteReport, DriverError> {
         let server = self.server(server)?;
         let remote_id = handle.remote_task_id.expose();
-        match DriverData::decode(handle.driver_data.expose())? {
-            DriverData::Extension => {
-                extension::cancel(&self.inner.connections, server, remote_id).await
+        let call = async {
+            match DriverData::decode(handle.driver_data.expose())? {
+                DriverData::Extension => {
+                    extension::cancel(&self.inner.connections, server, remote_id).await
+                }
+                DriverData::Legacy { session } => legacy::cancel(server, remote_id, &session).await,
+                DriverData::Inline => Err(inline_task()),
             }
-            DriverData::Legacy { session } => legacy::cancel(server, remote_id, &session).await,
-            DriverData::Inline => Err(inline_task()),
-        }
+        };
+        within_deadline(server, call).await
     }
 
     /// The port's answer: `answer` must be the JSON object the client returns for the question
@@ -242,6 +259,29 @@ impl Driver for McpDriver {
             ));
         };
         McpDriver::answer(self, server, handle, request_id, &response).await
+    }
+}
+
+/// Runs one driver call (all its requests, connect included) within the server's call
+/// deadline; past it the call is dropped and answers `Unavailable` (timeout).
+async fn within_deadline<T>(
+    server: &Server,
+    call: impl std::future::Future<Output = Result<T, DriverError>>,
+) -> Result<T, DriverError> {
+    let deadline = server.config.call_deadline();
+    tokio::time::timeout(deadline, call)
+        .await
+        .unwrap_or_else(|_| Err(call_timed_out(deadline)))
+}
+
+/// The call did not finish within its deadline.
+fn call_timed_out(deadline: std::time::Duration) -> DriverError {
+    DriverError::Unavailable {
+        class: tasklatch_core::task::ErrorClass::Timeout,
+        message: format!(
+            "the call did not finish within its deadline of {} ms (call_deadline_ms)",
+            deadline.as_millis()
+        ),
     }
 }
 

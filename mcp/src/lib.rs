@@ -33,7 +33,7 @@ mod server;
 
 pub use config::{
     ConfigError, McpConfig, Protocol, ServerConfig, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_REQUEST_TIMEOUT, MAX_REQUEST_TIMEOUT,
+    DEFAULT_REQUEST_TIMEOUT, MAX_CALL_DEADLINE, MAX_REQUEST_TIMEOUT,
 };
 pub use driver::{McpDriver, MAX_ANSWER_BYTES, MAX_ARGUMENTS_BYTES};
 pub use legacy::{LEGACY_INPUT_REQUEST, SESSION_LOST};

@@ -6,6 +6,7 @@
 //! so every text this crate produces goes through a [`Redactor`] first.
 
 use tasklatch_core::policy::bounded;
+use tasklatch_core::redaction::redact;
 
 /// Secrets shorter than this are not searched for (as in core): a short one would redact
 /// ordinary words.
@@ -34,10 +35,11 @@ impl Redactor {
         self
     }
 
-    /// `text` with every secret replaced by `[redacted]`, control characters (but newlines and tabs)
-    /// replaced by U+FFFD, cut to `max` characters.
+    /// `text` with every secret replaced by `[redacted]` — whole or as a partial echo (any
+    /// token-like 8-byte piece of a secret, by core's [`tasklatch_core::redaction`] rules) —
+    /// control characters (but newlines and tabs) replaced by U+FFFD, cut to `max` characters.
     pub(crate) fn clean(&self, text: &str, max: usize) -> String {
-        let mut out: String = text
+        let out: String = text
             .chars()
             .map(|c| {
                 if c.is_control() && c != '\n' && c != '\t' {
@@ -47,12 +49,8 @@ impl Redactor {
                 }
             })
             .collect();
-        for secret in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "[redacted]");
-            }
-        }
-        bounded(&out, max)
+        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        bounded(&redact(&out, &secrets), max)
     }
 }
 
@@ -69,5 +67,15 @@ mod tests {
         );
         // The secret straddles the bound: it is replaced first, so no prefix of it survives.
         assert_eq!(r.clean("zz task-SECRET", 8), "zz [reda");
+    }
+
+    /// Issue 22 (LOW): a header credential echoed in part (cut by a proxy or a log line) is
+    /// redacted too, not only the whole value.
+    #[test]
+    fn fragments_of_a_header_credential_are_cut() {
+        let r = Redactor::default().with("Bearer sk-live-4f9a8b7c6d5e4f3a2b1c");
+        let text = r.clean("auth failed for token sk-live-4f9a8b7c6d5e…", 200);
+        assert!(!text.contains("4f9a8b7c6d5e"), "{text}");
+        assert!(text.contains("[redacted]"), "{text}");
     }
 }

@@ -20,6 +20,20 @@ pub(crate) enum Speaks {
     Legacy,
 }
 
+/// How long `auto`'s verdict "legacy" holds before the server is probed for the extension
+/// again: a server upgraded (or one misjudged during a deploy) is found within this.
+pub(crate) const LEGACY_VERDICT_TTL: Duration = Duration::from_secs(600);
+
+/// What a server speaks, and until when that holds (`None`: for the process's life — a
+/// configured protocol, or the extension once it answered a call).
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Verdict {
+    /// The protocol.
+    pub speaks: Speaks,
+    /// When the verdict expires and `auto` probes again.
+    pub until: Option<tokio::time::Instant>,
+}
+
 /// A server with everything needed to call it.
 pub(crate) struct Server {
     /// The id tasks name it by.
@@ -33,7 +47,7 @@ pub(crate) struct Server {
     /// Cuts the header values out of any text.
     pub redactor: Redactor,
     /// What `auto` found; fixed protocols are set from the start.
-    pub speaks: tokio::sync::Mutex<Option<Speaks>>,
+    speaks: tokio::sync::Mutex<Option<Verdict>>,
 }
 
 impl Server {
@@ -66,7 +80,11 @@ impl Server {
             Protocol::Auto => None,
             Protocol::Extension => Some(Speaks::Extension),
             Protocol::Legacy => Some(Speaks::Legacy),
-        };
+        }
+        .map(|speaks| Verdict {
+            speaks,
+            until: None,
+        });
         Ok(Server {
             id,
             config,
@@ -75,6 +93,26 @@ impl Server {
             redactor,
             speaks: tokio::sync::Mutex::new(speaks),
         })
+    }
+
+    /// The protocol the server speaks now; `None` for an `auto` server not yet judged or whose
+    /// verdict expired.
+    pub(crate) async fn speaks(&self) -> Option<Speaks> {
+        let verdict = (*self.speaks.lock().await)?;
+        match verdict.until {
+            Some(until) if tokio::time::Instant::now() >= until => None,
+            _ => Some(verdict.speaks),
+        }
+    }
+
+    /// Records what an `auto` server was found to speak: the extension for good (it answered
+    /// a call), legacy for [`LEGACY_VERDICT_TTL`] (only after a legacy call succeeded).
+    pub(crate) async fn found(&self, speaks: Speaks) {
+        let until = match speaks {
+            Speaks::Extension => None,
+            Speaks::Legacy => Some(tokio::time::Instant::now() + LEGACY_VERDICT_TTL),
+        };
+        *self.speaks.lock().await = Some(Verdict { speaks, until });
     }
 
     /// The request timeout.

@@ -3,7 +3,7 @@
 use super::errors::service_error;
 use super::{Conn, ConnectError, Connections};
 use crate::driver_data::{check_server_id, DriverData};
-use crate::errors::timed_out;
+use crate::errors::{timed_out, unavailable};
 use crate::inline;
 use crate::questions;
 use crate::redact::Redactor;
@@ -21,6 +21,7 @@ use std::sync::Arc;
 use tasklatch_core::ports::{DriverError, Submitted};
 use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
+use tasklatch_core::task::ErrorClass;
 
 /// Runs one request on the server's client within the request timeout; a closed transport
 /// drops the client so the next call opens a new one.
@@ -48,14 +49,29 @@ where
     }
 }
 
-/// The server's client, or the error a task of this protocol gets when there is none.
+/// The server's client for a task created with the extension. Any failure to connect is
+/// `Unavailable` (core retries with backoff and degrades tracking): a server that answered the
+/// task's creation with the extension may be mid-deploy, behind a proxy's error page or
+/// briefly broken, and a connect failure says nothing about the task, so it never ends one.
 async fn client(conns: &Connections, server: &Server) -> Result<Arc<Conn>, DriverError> {
     match conns.get(server).await {
         Ok(conn) => Ok(conn),
-        Err(ConnectError::Failed(e)) => Err(e),
-        Err(ConnectError::NotExtension) => Err(DriverError::Malformed(
-            "the server no longer speaks the tasks extension".into(),
+        Err(ConnectError::Failed(e)) => Err(transient(e)),
+        Err(ConnectError::NotExtension) => Err(unavailable(
+            ErrorClass::Server,
+            "server/discover: the server did not answer as a tasks-extension server (transient \
+             until it speaks the extension again)",
         )),
+    }
+}
+
+/// `e` as a transient failure: a connect-time `Malformed` or `Rejected` keeps its text.
+fn transient(e: DriverError) -> DriverError {
+    match e {
+        DriverError::Malformed(m) | DriverError::Rejected(m) => {
+            unavailable(ErrorClass::Server, format!("server/discover: {m}"))
+        }
+        other => other,
     }
 }
 

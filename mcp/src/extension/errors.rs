@@ -11,13 +11,18 @@ use std::error::Error;
 use tasklatch_core::ports::DriverError;
 use tasklatch_core::task::ErrorClass;
 
-/// A failed `server/discover` (`NotExtension` when the server answered as a legacy one).
+/// A failed `server/discover` (`NotExtension` when the server answered as a legacy one). A
+/// JSON-RPC internal or server error (-32603, -32000..-32099: rmcp's reading of a 5xx with a
+/// JSON-RPC body) is a failure, never a verdict on the protocol.
 pub(super) fn connect_error(e: ClientInitializeError, server: &Server) -> ConnectError {
-    let modern_refusal = |code: ErrorCode| {
-        code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY || code == ErrorCode::HEADER_MISMATCH
+    let not_a_verdict = |code: ErrorCode| {
+        code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+            || code == ErrorCode::HEADER_MISMATCH
+            || code.0 == -32603
+            || (-32099..=-32000).contains(&code.0)
     };
     match e {
-        ClientInitializeError::JsonRpcError(data) if !modern_refusal(data.code) => {
+        ClientInitializeError::JsonRpcError(data) if !not_a_verdict(data.code) => {
             ConnectError::NotExtension
         }
         ClientInitializeError::NoCompatibleProtocolVersion { .. } => ConnectError::NotExtension,

@@ -3,13 +3,17 @@
 //! One rmcp client per server, opened with the `Discover` lifecycle (a `server/discover`
 //! probe; no session — every later request stands alone) and kept for every task of that
 //! server. A client whose transport closed is dropped and opened again on the next call, so a
-//! server restart costs one `server/discover`, never a loop. Every call is bounded by the
-//! server's request timeout; rmcp's transport enforces the byte limit while reading.
+//! server restart costs one `server/discover`, never a loop. Each server has its own slot
+//! ([`connections`]): a slow or blackholed server never delays calls to another, and a failed
+//! connect is remembered for 2 s. Every call is bounded by the server's request timeout; rmcp's
+//! transport enforces the byte limit while reading.
 
 mod calls;
+mod connections;
 mod errors;
 
 pub(crate) use calls::{answer, cancel, get_status, submit};
+pub(crate) use connections::Connections;
 
 use crate::counting::CountingClient;
 use crate::server::Server;
@@ -22,9 +26,8 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningSe
 use rmcp::transport::common::client_side_sse::NeverRetry;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
-use tasklatch_core::ids::ServerId;
 use tasklatch_core::ports::DriverError;
 
 /// The largest diagnostic body of an HTTP error rmcp reads.
@@ -36,49 +39,12 @@ const MAX_CONCURRENT_REQUESTS: usize = 16;
 pub(crate) type Conn = RunningService<RoleClient, ClientConfig>;
 
 /// Why no extension client could be opened.
+#[derive(Clone)]
 pub(crate) enum ConnectError {
     /// The server answered `server/discover` as a legacy server does.
     NotExtension,
     /// Anything else.
     Failed(DriverError),
-}
-
-/// The open clients, by server.
-#[derive(Default)]
-pub(crate) struct Connections {
-    open: tokio::sync::Mutex<BTreeMap<ServerId, Arc<Conn>>>,
-}
-
-impl Connections {
-    /// The server's client, opened if need be (one opening at a time per driver).
-    pub(crate) async fn get(&self, server: &Server) -> Result<Arc<Conn>, ConnectError> {
-        let mut open = self.open.lock().await;
-        if let Some(conn) = open.get(&server.id) {
-            if !conn.is_closed() {
-                return Ok(conn.clone());
-            }
-        }
-        let conn = Arc::new(connect(server).await?);
-        open.insert(server.id.clone(), conn.clone());
-        Ok(conn)
-    }
-
-    /// Closes every open client, each within `within`, so its transport ends while the runtime
-    /// still runs (a client dropped by a runtime shutting down logs an error from rmcp). A
-    /// client still held by a call in flight is only dropped.
-    pub(crate) async fn close_all(&self, within: std::time::Duration) {
-        let open = std::mem::take(&mut *self.open.lock().await);
-        for conn in open.into_values() {
-            if let Ok(mut conn) = Arc::try_unwrap(conn) {
-                let _ = conn.close_with_timeout(within).await;
-            }
-        }
-    }
-
-    /// Forgets the server's client (its transport failed); the next call opens a new one.
-    pub(crate) async fn drop_client(&self, server: &Server) {
-        self.open.lock().await.remove(&server.id);
-    }
 }
 
 /// Opens a client: `server/discover` within the request timeout.

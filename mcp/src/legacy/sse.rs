@@ -2,9 +2,17 @@
 //! the total read is capped, so a server that streams forever or sends one giant event stops
 //! being read at the limit instead of filling memory.
 
-/// Splits a byte stream into the `data` of its events.
+/// Bytes of an event terminator (`\r\n\r\n`) less one: how far back a scan starts before the
+/// bytes not yet scanned, so a terminator split across chunks is found.
+const TERMINATOR_OVERLAP: usize = 3;
+
+/// Splits a byte stream into the `data` of its events. Each byte is scanned for an event end
+/// a bounded number of times (only new bytes, plus [`TERMINATOR_OVERLAP`]), so reading is
+/// linear in the stream's length however the server chunks it.
 pub(crate) struct SseReader {
     pending: Vec<u8>,
+    /// The prefix of `pending` known to hold no complete terminator.
+    scanned: usize,
     read: usize,
     limit: usize,
 }
@@ -18,6 +26,7 @@ impl SseReader {
     pub(crate) fn new(limit: usize) -> Self {
         SseReader {
             pending: Vec::new(),
+            scanned: 0,
             read: 0,
             limit,
         }
@@ -32,13 +41,22 @@ impl SseReader {
         }
         self.pending.extend_from_slice(chunk);
         let mut events = Vec::new();
-        while let Some((end, skip)) = event_end(&self.pending) {
-            let raw: Vec<u8> = self.pending.drain(..end + skip).take(end).collect();
+        loop {
+            let from = self.scanned.saturating_sub(TERMINATOR_OVERLAP);
+            let Some((end, skip)) = event_end(&self.pending[from..]) else {
+                self.scanned = self.pending.len();
+                return Ok(events);
+            };
+            let raw: Vec<u8> = self
+                .pending
+                .drain(..from + end + skip)
+                .take(from + end)
+                .collect();
+            self.scanned = 0;
             if let Some(data) = event_data(&String::from_utf8_lossy(&raw)) {
                 events.push(data);
             }
         }
-        Ok(events)
     }
 }
 
@@ -88,6 +106,40 @@ mod tests {
             r.push(b"data: x\r\ndata: y\r\n\r\n").unwrap(),
             vec!["x\ny".to_owned()]
         );
+    }
+
+    /// Issue 22 item 11: a hostile server streaming 1 MiB without an event end, in 64-byte
+    /// chunks, is read in linear time (each byte scanned a bounded number of times).
+    #[test]
+    fn a_mebibyte_without_an_event_end_is_scanned_in_linear_time() {
+        const SIZE: usize = 1 << 20;
+        let mut r = SseReader::new(SIZE);
+        let chunk = [b'x'; 64];
+        let started = std::time::Instant::now();
+        for _ in 0..SIZE / chunk.len() {
+            assert_eq!(r.push(&chunk), Ok(Vec::new()));
+        }
+        let took = started.elapsed();
+        println!("1 MiB in 64-byte chunks without an event end: {took:?}");
+        assert!(took < std::time::Duration::from_millis(100), "{took:?}");
+    }
+
+    #[test]
+    fn a_terminator_split_across_chunks_is_found() {
+        for split in ["data: a\n", "data: a\r\n", "data: a\r\n\r"] {
+            let whole = "data: a\r\n\r\n".replace(
+                "\r\n\r\n",
+                if split.contains('\r') {
+                    "\r\n\r\n"
+                } else {
+                    "\n\n"
+                },
+            );
+            let mut r = SseReader::new(1_000);
+            assert_eq!(r.push(split.as_bytes()), Ok(Vec::new()));
+            let rest = &whole.as_bytes()[split.len()..];
+            assert_eq!(r.push(rest), Ok(vec!["a".to_owned()]), "{split:?}");
+        }
     }
 
     #[test]

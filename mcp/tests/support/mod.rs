@@ -3,6 +3,8 @@
 //! polling, and an engine world with a real clock and the in-memory run ledger.
 #![allow(dead_code)]
 
+pub mod fake;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tasklatch_core::engine::{Engine, SubmitCommand};

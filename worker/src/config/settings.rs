@@ -17,7 +17,7 @@ use std::time::Duration;
 use tasklatch_agent_server::AgentServerConfig;
 use tasklatch_core::ids::OwnerId;
 use tasklatch_core::policy::{Policy, MAX_BATCH, MAX_ID};
-use tasklatch_mcp::McpConfig;
+use tasklatch_mcp::{McpConfig, ServerConfig};
 use tasklatch_pg::{SchemaName, SessionSettings};
 
 /// Lanes per process, at most.
@@ -325,8 +325,22 @@ fn mcp_of(file: &FileConfig, policy: &Policy) -> Result<McpConfig, ConfigError> 
                 ),
             ));
         }
+        call_deadline_fits(id, server, policy)?;
     }
     Ok(mcp)
+}
+
+/// One driver call (several requests) must end, on any worker within the clock skew, before
+/// its lease could be judged expired: `2 × max_clock_skew + call_deadline < min_lease_left`.
+fn call_deadline_fits(id: &str, server: &ServerConfig, policy: &Policy) -> Result<(), ConfigError> {
+    if server.call_deadline() + policy.max_clock_skew.saturating_mul(2) >= policy.min_lease_left {
+        return Err(ConfigError::new(
+            format!("servers.{id}.call_deadline_ms"),
+            "it plus twice engine.max_clock_skew_ms must be below engine.min_lease_left_ms, so \
+             no driver call (all its requests together) outlives its lease on any worker",
+        ));
+    }
+    Ok(())
 }
 
 fn agent_server_fits(config: &AgentServerConfig, policy: &Policy) -> Result<(), ConfigError> {
@@ -510,6 +524,28 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("auth.tokens[0].sha256"), "{e}");
+    }
+
+    #[test]
+    fn the_mcp_call_deadline_must_fit_the_lease_margin() {
+        let with = |deadline: u64| {
+            BASE.replace(
+                "url = \"http://127.0.0.1:1/mcp\"",
+                &format!(
+                    "url = \"http://127.0.0.1:1/mcp\"\nrequest_timeout_ms = 5000\ncall_deadline_ms = {deadline}"
+                ),
+            )
+        };
+        // min_lease_left 25 s, skew 2 s: a deadline of 20 s fits, 22 s does not (22 + 2 × 2 ≥ 25).
+        let engine = "[engine]\nmin_lease_left_ms = 25000\nmax_clock_skew_ms = 2000\n";
+        let fits = check(&format!("{engine}{}", with(20_000)));
+        assert!(fits.is_ok(), "{:?}", fits.err());
+        let e = check(&format!("{engine}{}", with(22_000)))
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("servers.research.call_deadline_ms"), "{e}");
+        let e = check(&with(60_000)).err().unwrap_or_default();
+        assert!(e.contains("servers.research.call_deadline_ms"), "{e}");
     }
 
     #[test]
