@@ -154,6 +154,11 @@ pub struct AnswerState {
     pub attempt_token: Option<LeaseToken>,
     /// Why sending failed (bounded), for `failed` and `unconfirmed`.
     pub error: Option<String>,
+    /// Every request id answered that the input request still named when the latest answer
+    /// was recorded, oldest first, the latest included: a second answer to any of them is
+    /// refused. At most [`crate::policy::MAX_ANSWERED_REQUESTS`] ids.
+    #[serde(default)]
+    pub answered: Vec<String>,
 }
 
 impl AnswerState {
@@ -166,6 +171,7 @@ impl AnswerState {
             recorded_at: None,
             attempt_token: None,
             error: None,
+            answered: Vec::new(),
         }
     }
 }

@@ -142,6 +142,7 @@ fn answer(row: &PgRow) -> Result<AnswerState, StoreError> {
             .map(|t| u64_of(t, "answer_attempt_token").map(LeaseToken))
             .transpose()?,
         error: get(row, "answer_error")?,
+        answered: get(row, "answer_answered_ids")?,
     })
 }
 

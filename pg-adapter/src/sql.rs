@@ -213,6 +213,7 @@ mod tests {
         "answer_recorded_at",
         "answer_attempt_token",
         "answer_error",
+        "answer_answered_ids",
         "launched_at",
     ];
 
