@@ -215,6 +215,7 @@ mod tests {
         "answer_error",
         "answer_answered_ids",
         "launched_at",
+        "notify_settled_at",
     ];
 
     fn all_statements() -> Vec<&'static str> {

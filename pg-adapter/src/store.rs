@@ -1033,6 +1033,7 @@ impl Store for PgStore {
             .bind(req.now.as_micros())
             .bind(req.finished_before.as_micros())
             .bind(i64::try_from(req.limit).unwrap_or(i64::MAX))
+            .bind(req.dead_letters_before.as_micros())
             .fetch_one(&self.inner.pool)
             .await
             .map_err(store_error)?;

@@ -114,6 +114,7 @@ macro_rules! store_conformance {
             answer::answer_earlier_question_refused_after_another,
             retention::prune_deletes_only_settled_finished_rows,
             retention::prune_in_bounded_batches_oldest_first,
+            retention::prune_ages_from_settling_and_keeps_fresh_dead_letters,
         );
     };
 }
