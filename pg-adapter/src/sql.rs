@@ -154,7 +154,7 @@ mod tests {
     use super::*;
 
     /// Every column of `tasks`, in table order: the row `decode_task` reads.
-    const TASK_COLUMNS: [&str; 59] = [
+    const TASK_COLUMNS: [&str; 61] = [
         "id",
         "owner",
         "thread",
@@ -213,8 +213,8 @@ mod tests {
         "answer_recorded_at",
         "answer_attempt_token",
         "answer_error",
-        "answer_answered_ids",
         "launched_at",
+        "answer_answered_ids",
         "notify_settled_at",
     ];
 

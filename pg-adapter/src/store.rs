@@ -538,6 +538,7 @@ fn bind_row(q: PgQuery, row: &TaskRow) -> PgQuery {
         .bind(i64::from(c.failures))
         .bind(c.last_error.as_deref().map(storable))
         .bind(micros(o.launched_at))
+        .bind(micros(o.settled_at))
 }
 
 impl Store for PgStore {
