@@ -489,7 +489,7 @@ impl Store for MemStore {
         let mut rows = self.rows();
         let mut doomed: Vec<(Timestamp, TaskId)> = rows
             .values()
-            .filter(|r| retention::prunable(r, req.now, req.finished_before))
+            .filter(|r| retention::prunable(r, &req))
             .map(|r| (r.remote.updated_at, r.id().clone()))
             .collect();
         doomed.sort();

@@ -36,6 +36,11 @@ pub const MAX_CONTEXT_TASKS: usize = 20;
 pub const MAX_ANSWER_BYTES: usize = 16 << 10;
 /// Characters of an input request id (`[A-Za-z0-9_-]`, as written in the input request).
 pub const MAX_REQUEST_ID: usize = 64;
+/// Answered request ids a task remembers for its current input request
+/// ([`crate::task::AnswerState::answered`]). At the limit every further answer is refused as
+/// already answered: an answer is never sent twice, and the remaining questions can only be
+/// cancelled.
+pub const MAX_ANSWERED_REQUESTS: usize = 32;
 /// Rows in one claim batch: a larger claim limit is refused as invalid by every store.
 pub const MAX_BATCH: usize = 1_000;
 /// Tasks in one listing when the caller names no limit.

@@ -259,8 +259,12 @@ pub enum ListOrder {
 pub struct PruneRequest {
     /// The caller's current time (a lease unexpired then keeps its row).
     pub now: Timestamp,
-    /// Rows whose remote state last changed before this are due for deletion.
+    /// Rows whose remote state last changed — and whose notification last settled — before
+    /// this are due for deletion.
     pub finished_before: Timestamp,
+    /// A dead-lettered notification keeps its row until it is requeued or dead-lettered before
+    /// this (a separate, longer age: the operator must get to see it).
+    pub dead_letters_before: Timestamp,
     /// At most this many tasks; at most [`crate::policy::MAX_BATCH`] (a larger limit is
     /// [`StoreError::Invalid`]).
     pub limit: usize,

@@ -70,6 +70,11 @@ pub struct Outbox {
     pub last_error: Option<String>,
     /// The last dead letter: which version and why.
     pub dead_letter: Option<(u64, DeadLetterReason)>,
+    /// When a dispatch last ended without reopening the channel (delivered or dead-lettered):
+    /// retention ages a row from the later of this and its last remote change, and a dead
+    /// letter from this alone ([`crate::transitions::retention`]). `None` before the first end.
+    #[serde(default)]
+    pub settled_at: Option<Timestamp>,
 }
 
 impl Outbox {
@@ -93,6 +98,7 @@ impl Outbox {
             busy_count: 0,
             last_error: None,
             dead_letter: None,
+            settled_at: None,
         }
     }
 
@@ -154,6 +160,11 @@ pub struct AnswerState {
     pub attempt_token: Option<LeaseToken>,
     /// Why sending failed (bounded), for `failed` and `unconfirmed`.
     pub error: Option<String>,
+    /// Every request id answered that the input request still named when the latest answer
+    /// was recorded, oldest first, the latest included: a second answer to any of them is
+    /// refused. At most [`crate::policy::MAX_ANSWERED_REQUESTS`] ids.
+    #[serde(default)]
+    pub answered: Vec<String>,
 }
 
 impl AnswerState {
@@ -166,6 +177,7 @@ impl AnswerState {
             recorded_at: None,
             attempt_token: None,
             error: None,
+            answered: Vec::new(),
         }
     }
 }

@@ -142,6 +142,7 @@ fn answer(row: &PgRow) -> Result<AnswerState, StoreError> {
             .map(|t| u64_of(t, "answer_attempt_token").map(LeaseToken))
             .transpose()?,
         error: get(row, "answer_error")?,
+        answered: get(row, "answer_answered_ids")?,
     })
 }
 
@@ -228,6 +229,7 @@ fn outbox(row: &PgRow) -> Result<Outbox, StoreError> {
         dispatch_attempt: u32_of(get(row, "dispatch_attempt")?, "dispatch_attempt")?,
         run_id: get::<Option<String>>(row, "run_id")?.map(RunId),
         launched_at: ts_opt(row, "launched_at")?,
+        settled_at: ts_opt(row, "notify_settled_at")?,
         failures: u32_of(get(row, "notify_failures")?, "notify_failures")?,
         busy_count: u32_of(get(row, "busy_count")?, "busy_count")?,
         last_error: get(row, "notify_last_error")?,

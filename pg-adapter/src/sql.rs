@@ -154,7 +154,7 @@ mod tests {
     use super::*;
 
     /// Every column of `tasks`, in table order: the row `decode_task` reads.
-    const TASK_COLUMNS: [&str; 59] = [
+    const TASK_COLUMNS: [&str; 61] = [
         "id",
         "owner",
         "thread",
@@ -214,6 +214,8 @@ mod tests {
         "answer_attempt_token",
         "answer_error",
         "launched_at",
+        "answer_answered_ids",
+        "notify_settled_at",
     ];
 
     fn all_statements() -> Vec<&'static str> {

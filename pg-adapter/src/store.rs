@@ -538,6 +538,7 @@ fn bind_row(q: PgQuery, row: &TaskRow) -> PgQuery {
         .bind(i64::from(c.failures))
         .bind(c.last_error.as_deref().map(storable))
         .bind(micros(o.launched_at))
+        .bind(micros(o.settled_at))
 }
 
 impl Store for PgStore {
@@ -1033,6 +1034,7 @@ impl Store for PgStore {
             .bind(req.now.as_micros())
             .bind(req.finished_before.as_micros())
             .bind(i64::try_from(req.limit).unwrap_or(i64::MAX))
+            .bind(req.dead_letters_before.as_micros())
             .fetch_one(&self.inner.pool)
             .await
             .map_err(store_error)?;

@@ -1108,6 +1108,7 @@ async fn run_case(pg: &PgStore, ops: &[Op]) -> Result<(), TestCaseError> {
                 let req = PruneRequest {
                     now,
                     finished_before: now.minus(Duration::from_secs(u64::from(*finished_ago))),
+                    dead_letters_before: now.minus(Duration::from_secs(u64::from(*finished_ago))),
                     limit: usize::from(*limit),
                 };
                 let a = mem.prune_finished(req.clone()).await.map(|p| p.tasks);

@@ -27,8 +27,12 @@ pub const MAX_BATCHES_PER_PASS: usize = 100;
 /// The retention loop's settings (`[retention]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Retention {
-    /// Finished, settled tasks go this long after their last remote change.
+    /// Finished, settled tasks go this long after the later of their last remote change and
+    /// their notification settling.
     pub after: Duration,
+    /// A dead-lettered notification keeps its task this long after it became a dead letter
+    /// (unless an operator requeues it first); at least `after`.
+    pub dead_letters_after: Duration,
     /// How often a pass runs.
     pub every: Duration,
     /// Tasks per statement, at most `policy::MAX_BATCH`.
@@ -49,6 +53,7 @@ pub async fn pass<S: Store>(
         let req = PruneRequest {
             now,
             finished_before: now.minus(r.after),
+            dead_letters_before: now.minus(r.dead_letters_after),
             limit: r.batch,
         };
         let pruned = store.prune_finished(req).await?;

@@ -51,6 +51,7 @@ async fn a_pass_deletes_old_settled_tasks_in_batches_with_their_ended_runs() {
     let metrics = Metrics::new();
     let r = Retention {
         after: Duration::from_secs(3_600),
+        dead_letters_after: Duration::from_secs(3_600),
         every: Duration::from_secs(60),
         batch: 2,
     };

@@ -224,3 +224,39 @@ pub async fn answer_at_most_once<S: Store>(s: &S) {
     assert_eq!(r.answer.status, AnswerStatus::Unconfirmed);
     assert_eq!(r.answer.error.as_deref(), Some("timeout"));
 }
+
+/// Once per question of the current input request, whatever was answered in between: q1 sent,
+/// q2 sent, then q1 again is refused; so is q1 after q2's attempt ended unconfirmed. The row
+/// remembers both ids, oldest first.
+pub async fn answer_earlier_question_refused_after_another<S: Store>(s: &S) {
+    asking(s, "a").await;
+    assert_eq!(
+        ans(s, "a", "q1", "red", 5).await,
+        AnswerOutcome::Recorded("a".into())
+    );
+    let c = claim(s, LeaseKind::Poll, "w", t(10), 10).await.remove(0);
+    assert!(finish(s, &c, AnswerAction::Sent, 11).await.is_ok());
+    assert_eq!(
+        ans(s, "a", "q2", "XL", 12).await,
+        AnswerOutcome::Recorded("a".into())
+    );
+    let c = claim(s, LeaseKind::Poll, "w", t(80), 10).await.remove(0);
+    let got = finish(s, &c, AnswerAction::Unconfirmed("timeout".into()), 81).await;
+    assert!(got.is_ok(), "{got:?}");
+    let again = ans(s, "a", "q1", "blue", 82).await;
+    assert_eq!(
+        again,
+        AnswerOutcome::AlreadyAnswered("a".into()),
+        "q1 again"
+    );
+    let again = ans(s, "a", "q2", "S", 82).await;
+    assert_eq!(
+        again,
+        AnswerOutcome::AlreadyAnswered("a".into()),
+        "q2 again"
+    );
+    let r = row(s, "a").await;
+    assert_eq!(r.answer.answered, vec!["q1".to_owned(), "q2".to_owned()]);
+    assert_eq!(r.answer.request_id.as_deref(), Some("q2"));
+    assert_eq!(r.answer.status, AnswerStatus::Unconfirmed);
+}

@@ -111,8 +111,10 @@ macro_rules! store_conformance {
             answer::answer_second_refused,
             answer::answer_stale_lease_refused,
             answer::answer_at_most_once,
+            answer::answer_earlier_question_refused_after_another,
             retention::prune_deletes_only_settled_finished_rows,
             retention::prune_in_bounded_batches_oldest_first,
+            retention::prune_ages_from_settling_and_keeps_fresh_dead_letters,
         );
     };
 }

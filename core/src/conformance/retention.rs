@@ -30,10 +30,12 @@ async fn notified<S: Store>(s: &S, id: &str, at: i64, action: Option<NotifyActio
     }
 }
 
+/// A prune whose dead letters age like every other row (both cutoffs at `finished_before`).
 fn prune(now: i64, finished_before: i64, limit: usize) -> PruneRequest {
     PruneRequest {
         now: t(now),
         finished_before: t(finished_before),
+        dead_letters_before: t(finished_before),
         limit,
     }
 }
@@ -144,5 +146,42 @@ pub async fn prune_in_bounded_batches_oldest_first<S: Store>(s: &S) {
     );
     assert_eq!(s.prune_finished(prune(10, 100, 2)).await.unwrap().tasks, 2);
     assert_eq!(s.prune_finished(prune(10, 100, 2)).await.unwrap().tasks, 0);
+    assert!(ids_left(s).await.is_empty());
+}
+
+/// A row ages from the later of its last remote change and its notification settling, and a
+/// dead letter from the moment it became one, by its own cutoff: a task that ended long ago
+/// whose notification was delivered or dead-lettered just now stays.
+pub async fn prune_ages_from_settling_and_keeps_fresh_dead_letters<S: Store>(s: &S) {
+    polled_to(s, "late-delivered", RemoteStatus::Completed, 0).await;
+    notified(s, "late-delivered", 500, Some(NotifyAction::RunSucceeded)).await;
+    polled_to(s, "late-dead", RemoteStatus::Failed, 0).await;
+    notified(s, "late-dead", 500, Some(NotifyAction::ThreadGone)).await;
+    let fresh = PruneRequest {
+        now: t(600),
+        finished_before: t(300),
+        dead_letters_before: t(300),
+        limit: MAX_BATCH,
+    };
+    assert_eq!(
+        s.prune_finished(fresh).await.unwrap().tasks,
+        0,
+        "settled at 501"
+    );
+    // Old enough for the rows' age, not for the dead letter's own one.
+    let dead_letter_young = PruneRequest {
+        now: t(700),
+        finished_before: t(600),
+        dead_letters_before: t(400),
+        limit: MAX_BATCH,
+    };
+    let pruned = s.prune_finished(dead_letter_young).await.unwrap();
+    assert_eq!(pruned.tasks, 1, "{pruned:?}");
+    assert_eq!(ids_left(s).await, ["late-dead"]);
+    let later = s
+        .prune_finished(prune(2_000, 1_000, MAX_BATCH))
+        .await
+        .unwrap();
+    assert_eq!(later.tasks, 1, "the dead letter aged by its own limit");
     assert!(ids_left(s).await.is_empty());
 }

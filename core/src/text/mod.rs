@@ -21,7 +21,7 @@ mod neutralise;
 mod prompt;
 mod public;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 pub use detail::{AnswerView, TaskDetail, MAX_DETAIL_PREVIEW};
 pub use frame::{count_markers, frame, BEGIN_MARKER, END_MARKER};

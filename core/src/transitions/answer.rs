@@ -4,8 +4,11 @@
 //! A task that needs input names each open question in its input request as `[id]`, with an id
 //! of 1 to [`MAX_REQUEST_ID`] characters from `[A-Za-z0-9_-]` (the MCP driver writes
 //! `[q<16 hex>]`). An answer is accepted only while the task is `input_required`, no cancel was
-//! requested and its latest report names that id; a second answer to the same request is
-//! refused, and so is an answer while another one waits to be sent.
+//! requested and its latest report names that id; a second answer to any request the row
+//! remembers as answered ([`crate::task::AnswerState::answered`]: every answered id the current
+//! input request still names, not only the latest) is refused, and so is an answer while
+//! another one waits to be sent. The row remembers at most [`MAX_ANSWERED_REQUESTS`] ids; at
+//! that limit every further answer is refused as already answered (never sent twice).
 //!
 //! Sending is at most once. The poll claim marks the attempt (`pending` → `sending`, with the
 //! claim's token) before the remote call; the outcome is written under the same poll lease
@@ -18,7 +21,7 @@
 use crate::invariants::debug_check_row;
 use crate::lease::LeaseToken;
 use crate::mutation::{self, Mutant};
-use crate::policy::{stored_error, MAX_ANSWER_BYTES, MAX_REQUEST_ID};
+use crate::policy::{stored_error, MAX_ANSWERED_REQUESTS, MAX_ANSWER_BYTES, MAX_REQUEST_ID};
 use crate::secret::Secret;
 use crate::status::{AnswerStatus, RemoteStatus};
 use crate::task::TaskRow;
@@ -88,7 +91,8 @@ fn record_answer(row: &mut TaskRow, request_id: &str, text: &str, now: Timestamp
     {
         return RecordResult::NotAsked;
     }
-    if row.answer.request_id.as_deref() == Some(request_id) {
+    let mut answered = still_asked(&row.answer.answered, row.remote.input_request.as_deref());
+    if answered.iter().any(|id| id == request_id) || answered.len() >= MAX_ANSWERED_REQUESTS {
         return RecordResult::AlreadyAnswered;
     }
     if matches!(
@@ -97,6 +101,8 @@ fn record_answer(row: &mut TaskRow, request_id: &str, text: &str, now: Timestamp
     ) {
         return RecordResult::AnotherPending;
     }
+    answered.push(request_id.to_owned());
+    row.answer.answered = answered;
     row.answer.request_id = Some(request_id.to_owned());
     row.answer.text = Some(Secret::new(text));
     row.answer.status = AnswerStatus::Pending;
@@ -105,6 +111,16 @@ fn record_answer(row: &mut TaskRow, request_id: &str, text: &str, now: Timestamp
     row.answer.error = None;
     row.poll.next_poll_at = row.poll.next_poll_at.map(|t| t.min(now));
     RecordResult::Recorded
+}
+
+/// The ids of `answered` that `input_request` still names, in their order: the answered ids of
+/// the current input request (an id the server stopped asking is forgotten).
+fn still_asked(answered: &[String], input_request: Option<&str>) -> Vec<String> {
+    answered
+        .iter()
+        .filter(|id| asks_for(input_request, id))
+        .cloned()
+        .collect()
 }
 
 /// What the poll claim with `token` does to the answer (called inside every poll claim): a
@@ -174,4 +190,64 @@ pub fn apply(row: &mut TaskRow, action: AnswerAction) {
         }
     }
     debug_check_row(row);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::test_support::row;
+
+    fn asking(questions: usize) -> TaskRow {
+        let mut r = row("t1", "task", RemoteStatus::InputRequired, 1_000);
+        let ids: String = (0..questions).map(|i| format!("[q{i}] ?\n")).collect();
+        r.remote.input_request = Some(ids);
+        r
+    }
+
+    fn answer_and_settle(r: &mut TaskRow, id: &str, outcome: AnswerAction) -> RecordResult {
+        let got = record(r, id, "x", Timestamp::from_micros(2_000));
+        if got == RecordResult::Recorded {
+            on_poll_claim(r, LeaseToken(1));
+            apply(r, outcome);
+        }
+        got
+    }
+
+    /// qA, qB, then qA again: the second qA is refused (after qB was sent, and after qB's
+    /// attempt ended unconfirmed), so it is never marked for sending again.
+    #[test]
+    fn earlier_question_refused_after_another() {
+        for q_b in [AnswerAction::Sent, AnswerAction::Unconfirmed("lost".into())] {
+            let mut r = asking(2);
+            assert_eq!(
+                answer_and_settle(&mut r, "q0", AnswerAction::Sent),
+                RecordResult::Recorded
+            );
+            assert_eq!(answer_and_settle(&mut r, "q1", q_b), RecordResult::Recorded);
+            let before = r.clone();
+            let got = answer_and_settle(&mut r, "q0", AnswerAction::Sent);
+            assert_eq!(got, RecordResult::AlreadyAnswered);
+            assert_eq!(r, before, "nothing changed");
+            on_poll_claim(&mut r, LeaseToken(2));
+            assert!(!to_send(&r, LeaseToken(2)), "nothing to send");
+        }
+    }
+
+    /// At [`MAX_ANSWERED_REQUESTS`] remembered ids every further answer is refused; an id the
+    /// input request no longer names is forgotten.
+    #[test]
+    fn answered_set_is_bounded_to_the_current_request() {
+        let mut r = asking(MAX_ANSWERED_REQUESTS + 1);
+        for i in 0..MAX_ANSWERED_REQUESTS {
+            let got = answer_and_settle(&mut r, &format!("q{i}"), AnswerAction::Sent);
+            assert_eq!(got, RecordResult::Recorded, "q{i}");
+        }
+        let last = format!("q{MAX_ANSWERED_REQUESTS}");
+        let got = answer_and_settle(&mut r, &last, AnswerAction::Sent);
+        assert_eq!(got, RecordResult::AlreadyAnswered, "at the limit");
+        r.remote.input_request = Some(format!("[{last}] ?"));
+        let got = answer_and_settle(&mut r, &last, AnswerAction::Sent);
+        assert_eq!(got, RecordResult::Recorded, "a new request");
+        assert_eq!(r.answer.answered, vec![last]);
+    }
 }

@@ -273,6 +273,7 @@ fn end_dispatch(o: &mut Outbox, dead: Option<DeadLetterReason>, now: Timestamp) 
         return;
     }
     o.notified_version = o.event_version;
+    o.settled_at = Some(now);
     o.status = if dead.is_some() {
         NotifyStatus::DeadLetter
     } else {

@@ -98,6 +98,9 @@ updated AS (
         busy_count = CASE
             WHEN checked.action = 'busy' THEN LEAST(task.busy_count + 1, 4294967295)
             ELSE task.busy_count END,
+        notify_settled_at = CASE
+            WHEN checked.dispatch_ended AND NOT checked.channel_reopened THEN $8
+            ELSE task.notify_settled_at END,
         dead_letter_version = CASE
             WHEN checked.action IN ('thread_gone', 'budget_exhausted') THEN task.dispatch_version
             ELSE task.dead_letter_version END,

@@ -5,19 +5,22 @@
 -- Candidates are read in order from tasks_finished (remote_updated_at, id WHERE terminal;
 -- migration 0009).
 --
--- A row goes when: its remote task is terminal, its remote state last changed before $2,
--- every event version is settled (notified_version = event_version: delivered, dropped or
+-- A row goes when: its remote task is terminal, its remote state last changed and its
+-- notification last settled (notify_settled_at, migration 0023) before $2, a dead letter
+-- became one before $4 (NULL: unknown, kept), every event version is settled (notified_version = event_version: delivered, dropped or
 -- dead-lettered), no dispatch is in flight, no cancel is still to do, and no lease is held at
 -- $1. Its runs go with it: the ledger's keys are `task:{id}:{version}:{attempt}` (a byte
 -- range of the unique key index, COLLATE "C": ';' follows ':'); a run still pending or running
 -- stays (it still holds its thread).
 --
--- $1 now, $2 finished_before, $3 limit. Returns the tasks and the runs deleted.
+-- $1 now, $2 finished_before, $3 limit, $4 dead_letters_before. Returns the tasks and the runs deleted.
 WITH doomed AS (
     SELECT id
     FROM tasks
     WHERE remote_status IN ('completed', 'failed', 'cancelled')
       AND remote_updated_at < $2
+      AND (notify_settled_at IS NULL OR notify_settled_at < $2)
+      AND (notify_status <> 'dead_letter' OR notify_settled_at < $4)
       AND event_version = notified_version
       AND notify_status NOT IN ('claimed', 'dispatched', 'retry')
       AND cancel_status <> 'requested'

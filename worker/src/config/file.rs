@@ -175,8 +175,13 @@ impl Default for EngineSection {
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionSection {
     /// Finished tasks whose every notification is settled are deleted this many hours after
-    /// their last remote change, with their ended runs; 0 (the default) keeps every task.
+    /// their last remote change or their notification settling, whichever is later, with
+    /// their ended runs; 0 (the default) keeps every task.
     pub after_hours: u64,
+    /// A dead-lettered notification keeps its task this many hours after it became a dead
+    /// letter, unless an operator requeues it first (default 720, 30 days; a value below
+    /// `after_hours` is raised to it).
+    pub dead_letter_after_hours: u64,
     /// How often the retention loop runs, in milliseconds.
     pub interval_ms: u64,
     /// Tasks deleted per statement (one short transaction each).
@@ -187,6 +192,7 @@ impl Default for RetentionSection {
     fn default() -> Self {
         RetentionSection {
             after_hours: 0,
+            dead_letter_after_hours: 720,
             interval_ms: 60_000,
             batch_size: 500,
         }

@@ -146,10 +146,17 @@ fn retention_of(r: &RetentionSection) -> Result<Option<Retention>, ConfigError> 
         1,
         MAX_RETENTION_HOURS,
     )?;
+    let dead_letter_hours = in_range(
+        "retention.dead_letter_after_hours",
+        r.dead_letter_after_hours.max(hours),
+        1,
+        MAX_RETENTION_HOURS,
+    )?;
     let every = in_range("retention.interval_ms", r.interval_ms, 1_000, MAX_TIMING_MS)?;
     let batch = in_range("retention.batch_size", r.batch_size, 1, MAX_BATCH)?;
     Ok(Some(Retention {
         after: Duration::from_secs(hours * 3_600),
+        dead_letters_after: Duration::from_secs(dead_letter_hours * 3_600),
         every: Duration::from_millis(every),
         batch,
     }))
