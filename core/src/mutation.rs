@@ -114,11 +114,15 @@ pub enum Mutant {
     /// Rows the poll write handed off to the notification loop are launched even when the
     /// notification claim's own clock check refused the pass.
     HandOffIgnoresClockRefusal,
+    /// The neutraliser reads untrusted text code point by code point, ASCII case folded only:
+    /// no compatibility decomposition, no dropping of invisible characters, marks and fillers,
+    /// no look-alikes, so a full-width, look-alike or invisibly split tag or marker stays live.
+    NeutraliserSkipsNormalisation,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 38] = [
+    pub const ALL: [Mutant; 39] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -157,6 +161,7 @@ impl Mutant {
         Mutant::OwedHandleGivenUp,
         Mutant::InterruptedRunForgotten,
         Mutant::HandOffIgnoresClockRefusal,
+        Mutant::NeutraliserSkipsNormalisation,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -204,6 +209,7 @@ impl Mutant {
             Mutant::OwedHandleGivenUp => "owed-handle-given-up",
             Mutant::InterruptedRunForgotten => "interrupted-run-forgotten",
             Mutant::HandOffIgnoresClockRefusal => "hand-off-ignores-clock-refusal",
+            Mutant::NeutraliserSkipsNormalisation => "neutraliser-skips-normalisation",
         }
     }
 
