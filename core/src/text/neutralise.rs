@@ -9,8 +9,8 @@
 //! 1. **Forged markers.** Every occurrence of the phrase `BEGIN USER INPUT` or `END USER INPUT`
 //!    ([`super::frame::BEGIN_MARKER`] / [`super::frame::END_MARKER`] without their decoration) is
 //!    replaced by `[forged-begin-marker]` / `[forged-end-marker]`. The phrase matches in its
-//!    folded form, with any run (possibly empty) of whitespace, control characters or ASCII
-//!    punctuation between the words, whatever decoration (`<<<`, `===`, `---`…) surrounds it,
+//!    folded form, with any run (possibly empty) of non-alphanumeric characters (spaces,
+//!    line breaks, punctuation, symbols) between the words, whatever decoration (`<<<`, `===`, `---`…) surrounds it,
 //!    as long as it starts a word: the character read just before it is not alphanumeric, or
 //!    an invisible character stands between them (so `send user input` is left alone). The
 //!    decoration itself is kept: without the phrase it is inert.
@@ -151,10 +151,7 @@ fn strip_word(chars: &[char], at: usize, word: &str) -> Option<usize> {
 /// The index of the first folded character from `at` on that is not a word separator.
 fn skip_separators(chars: &[char], at: usize) -> usize {
     let rest = chars.get(at..).unwrap_or(&[]);
-    at + rest
-        .iter()
-        .take_while(|c| c.is_whitespace() || c.is_control() || c.is_ascii_punctuation())
-        .count()
+    at + rest.iter().take_while(|c| !c.is_alphanumeric()).count()
 }
 
 /// Pass 2: escapes the opener of every denied tag and bracketed token.
