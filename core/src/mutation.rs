@@ -111,11 +111,15 @@ pub enum Mutant {
     /// without looking at it, so when its interrupt failed and it ends successfully after all,
     /// the same version is delivered twice.
     InterruptedRunForgotten,
+    /// The neutraliser reads untrusted text code point by code point, ASCII case folded only:
+    /// no compatibility decomposition, no dropping of invisible characters, marks and fillers,
+    /// no look-alikes, so a full-width, look-alike or invisibly split tag or marker stays live.
+    NeutraliserSkipsNormalisation,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 37] = [
+    pub const ALL: [Mutant; 38] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -153,6 +157,7 @@ impl Mutant {
         Mutant::SecondDegradationSuppressed,
         Mutant::OwedHandleGivenUp,
         Mutant::InterruptedRunForgotten,
+        Mutant::NeutraliserSkipsNormalisation,
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -199,6 +204,7 @@ impl Mutant {
             Mutant::SecondDegradationSuppressed => "second-degradation-suppressed",
             Mutant::OwedHandleGivenUp => "owed-handle-given-up",
             Mutant::InterruptedRunForgotten => "interrupted-run-forgotten",
+            Mutant::NeutraliserSkipsNormalisation => "neutraliser-skips-normalisation",
         }
     }
 

@@ -160,6 +160,9 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     let mut ignoring = ChaCha8Rng::seed_from_u64(seed ^ STUBBORN_STREAM);
     faults.extend(stubborn_runs(&mut ignoring));
     faults.sort_by_key(|f| f.at_ms);
+    // Disguised injections in the servers' texts, from a stream of their own.
+    let mut disguising = ChaCha8Rng::seed_from_u64(seed ^ DISGUISE_STREAM);
+    crate::disguise::disguise_texts(&mut disguising, &mut tasks);
     Plan {
         seed,
         workers,
@@ -177,6 +180,9 @@ const LAST_MS: u64 = CHAOS_MS - QUIET_TAIL_MS;
 
 /// Mixed into the seed for the database outages after submits ("storedwn" in ASCII).
 const STORE_DOWN_STREAM: u64 = 0x7374_6f72_6564_776e;
+
+/// Mixed into the seed for the disguised injections in remote texts ("disguise" in ASCII).
+const DISGUISE_STREAM: u64 = 0x6469_7367_7569_7365;
 
 /// Mixed into the seed for the runs that ignore interrupts ("stubborn" in ASCII).
 const STUBBORN_STREAM: u64 = 0x7374_7562_626f_726e;

@@ -14,6 +14,7 @@ pub mod campaign;
 pub mod checker;
 pub mod coverage;
 pub mod ctx;
+pub mod disguise;
 pub mod fault;
 pub mod fixture;
 pub mod gateway_mode;

@@ -143,6 +143,9 @@ pub enum Content {
     ForgedTags,
     /// The remote's own task id and driver data echoed back (planted secrets).
     EchoSecrets,
+    /// A denied tag, template token or boundary marker in disguise (look-alike, full-width,
+    /// invisible characters; see [`crate::disguise`]), drawn when the plan was generated.
+    Disguised(String),
 }
 
 /// A remote misbehaviour from `after_ms` on (absorbing: it never stops).

@@ -7,8 +7,9 @@
 //! Public shapes are a second leak channel: a listing or projection that copied the row would
 //! carry the remote handle and driver data, which are secrets.
 //!
-//! Defence. [`neutralise`] escapes a denylist of authority tags in every spelling and defuses
-//! forged boundary markers; [`frame`] wraps neutralised text between [`BEGIN_MARKER`] and
+//! Defence. [`neutralise`] reads text as a model does (compatibility forms, invisible and
+//! look-alike characters folded away), escapes a denylist of authority tags and template tokens
+//! in every spelling and defuses forged boundary markers; [`frame`] wraps neutralised text between [`BEGIN_MARKER`] and
 //! [`END_MARKER`], so a frame always holds exactly one marker of each; [`notification_prompt`]
 //! puts our trusted instruction outside that frame. [`PublicTask`] and [`ContextEntry`] are
 //! whitelists built field by field ([`TaskDetail`] for the detail view too): they have no
@@ -16,6 +17,7 @@
 //! any input).
 
 mod detail;
+mod fold;
 mod frame;
 mod neutralise;
 mod prompt;
@@ -25,6 +27,6 @@ pub(crate) mod test_support;
 
 pub use detail::{AnswerView, TaskDetail, MAX_DETAIL_PREVIEW};
 pub use frame::{count_markers, frame, BEGIN_MARKER, END_MARKER};
-pub use neutralise::{neutralise, DENIED_TAGS};
+pub use neutralise::{neutralise, DENIED_TAGS, DENIED_TOKENS};
 pub use prompt::{notification_prompt, NOTIFICATION_INSTRUCTION};
 pub use public::{context_projection, ContextEntry, PublicTask};

@@ -1,30 +1,37 @@
 //! Neutralising untrusted text: authority tags and forged boundary markers (DOMAIN §8).
 //!
-//! Two deterministic passes, markers first, then tags:
+//! Matching happens on the text as a model reads it: every character is first folded
+//! ([`super::fold`]: compatibility decomposition, invisible format characters, combining marks
+//! and blank fillers dropped, look-alikes of `<`, `[`, `|` and of Latin letters read as those,
+//! ASCII lower case). What is replaced is always the original text behind the folded match.
+//! Two deterministic passes, markers first, then openers:
 //!
 //! 1. **Forged markers.** Every occurrence of the phrase `BEGIN USER INPUT` or `END USER INPUT`
 //!    ([`super::frame::BEGIN_MARKER`] / [`super::frame::END_MARKER`] without their decoration) is
-//!    replaced by `[forged-begin-marker]` / `[forged-end-marker]`. The phrase matches in any
-//!    ASCII case, with any run (possibly empty) of whitespace, `_`, `-`, `.` or invisible
-//!    format characters between the words, whatever decoration (`<<<`, `===`, `---`…) surrounds
-//!    it, as long as the character emitted just before it is not alphanumeric (so `send user
-//!    input` is left alone). The decoration itself is kept: without the phrase it is inert.
-//! 2. **Authority tags.** A tag opener — `<`, or its look-alikes `＜` (U+FF1C) and `﹤` (U+FE64) —
-//!    is replaced by the four characters `&lt;` when, after skipping any whitespace, `/` and
-//!    invisible format characters, the text goes on with a name that *starts with* one of
-//!    [`DENIED_TAGS`] (ASCII case-insensitive), or with `|` (a chat-template token such as
-//!    `<|im_start|>`). The name is normalised before it is matched: invisible format
-//!    characters inside it are dropped (`<sys\u{200B}tem>` is `<system>`) and full-width
-//!    ASCII letters are read as ASCII (`<ｓｙｓｔｅｍ>`). Prefix matching covers attributes,
-//!    closing, self-closing and unclosed forms alike, and also escapes look-alike names such as
-//!    `<system_prompt>` or `<tool_call>`: over-escaping a harmless `<toolbar>` costs nothing,
-//!    letting a `<tool_call>` through could cost a conversation.
+//!    replaced by `[forged-begin-marker]` / `[forged-end-marker]`. The phrase matches in its
+//!    folded form, with any run (possibly empty) of non-alphanumeric characters (spaces,
+//!    line breaks, punctuation, symbols) between the words, whatever decoration (`<<<`, `===`, `---`…) surrounds it,
+//!    as long as it starts a word: the character read just before it is not alphanumeric, or
+//!    an invisible character stands between them (so `send user input` is left alone). The
+//!    decoration itself is kept: without the phrase it is inert.
+//! 2. **Authority tags and tokens.** A character read as `<` is replaced by the four characters
+//!    `&lt;` when, after skipping any whitespace, `/` and `\`, the folded text goes on with a
+//!    name that *starts with* one of [`DENIED_TAGS`], or with `|` (a chat-template token such as
+//!    `<|im_start|>`). A character read as `[` is replaced by `&#91;` when, after the same
+//!    skip, the folded text goes on with one of [`DENIED_TOKENS`] as a whole word (`[INST]`,
+//!    `[/INST]`). Prefix matching of tags covers attributes, closing, self-closing and unclosed
+//!    forms alike, and also escapes look-alike names such as `<system_prompt>` or
+//!    `<tool_call>`: over-escaping a harmless `<toolbar>` costs nothing, letting a
+//!    `<tool_call>` through could cost a conversation.
 //!
-//! Neither pass can create what the other removes, and each is the identity on text that has
+//! Neither pass can create what the other removes (every replacement ends with a
+//! non-alphanumeric character and holds no opener), and each is the identity on text that has
 //! nothing to remove, so the whole is idempotent.
 
-/// Tag names that carry authority for a model or for us. A tag whose name starts with one of
-/// these (ASCII case-insensitive) never survives [`neutralise`] as a live tag.
+use super::fold::{fold, Folded};
+
+/// Tag names that carry authority for a model or for us. A tag whose folded name starts with
+/// one of these never survives [`neutralise`] as a live tag.
 pub const DENIED_TAGS: &[&str] = &[
     "system",
     "system-reminder",
@@ -40,6 +47,26 @@ pub const DENIED_TAGS: &[&str] = &[
     "function_calls",
     "invoke",
     "developer",
+    "sys",
+    "human",
+    "important",
+    "start_of_turn",
+    "end_of_turn",
+    "tool_calls",
+    "im_start",
+    "im_end",
+];
+
+/// Bracketed chat-template tokens (Llama, Mistral): a `[` followed by one of these as a whole
+/// word never survives [`neutralise`] live.
+pub const DENIED_TOKENS: &[&str] = &[
+    "inst",
+    "sys",
+    "system",
+    "system_prompt",
+    "tool_calls",
+    "tool_results",
+    "available_tools",
 ];
 
 /// What replaces a forged `BEGIN USER INPUT` phrase.
@@ -48,119 +75,132 @@ const FORGED_BEGIN: &str = "[forged-begin-marker]";
 const FORGED_END: &str = "[forged-end-marker]";
 /// What replaces the opener of a denied tag.
 const ESCAPED_OPENER: &str = "&lt;";
+/// What replaces the opener of a denied bracketed token.
+const ESCAPED_BRACKET: &str = "&#91;";
 
-/// Makes untrusted text safe to show a model: no denied tag stays live and no forged boundary
-/// marker stays readable as one (see the module docs for the exact scheme).
+/// Makes untrusted text safe to show a model: no denied tag or token stays live and no forged
+/// boundary marker stays readable as one (see the module docs for the exact scheme).
 ///
-/// Contract: the result contains no tag opener followed (after whitespace, `/` and invisible
-/// characters) by a name starting with one of [`DENIED_TAGS`], and no `BEGIN USER INPUT` /
-/// `END USER INPUT` phrase in any case or spacing after a non-alphanumeric character; in
-/// particular it never contains [`super::frame::BEGIN_MARKER`] or [`super::frame::END_MARKER`].
-/// Everything else is kept verbatim. Idempotent: `neutralise(&neutralise(x)) == neutralise(x)`.
-/// Total: never panics, on any input.
+/// Contract: in the folded reading of the result, no `<` is followed (after whitespace, `/` and
+/// `\`) by a name starting with one of [`DENIED_TAGS`] or by `|`, no `[` by a whole word of
+/// [`DENIED_TOKENS`], and no `BEGIN USER INPUT` / `END USER INPUT` phrase starts a word; in
+/// particular the result never contains [`super::frame::BEGIN_MARKER`] or
+/// [`super::frame::END_MARKER`]. Everything else is kept verbatim. Idempotent:
+/// `neutralise(&neutralise(x)) == neutralise(x)`. Total: never panics, on any input. Cost:
+/// linear in the text's length times the longest denied name.
 pub fn neutralise(text: &str) -> String {
-    escape_denied_tags(&replace_forged_markers(text))
+    escape_denied_openers(&replace_forged_markers(text))
 }
 
 /// Pass 1: replaces every matchable marker phrase.
 fn replace_forged_markers(text: &str) -> String {
+    let folded = fold(text);
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        let at_word_start = out
-            .chars()
-            .next_back()
-            .is_none_or(|prev| !prev.is_alphanumeric());
-        if at_word_start {
-            if let Some((replacement, after)) = match_marker_phrase(rest) {
+    let mut copied = 0;
+    let mut after_match = false;
+    let mut i = 0;
+    while let Some(here) = folded.from.get(i) {
+        if here.start < copied {
+            // Inside an original character a replacement already took.
+            i += 1;
+            continue;
+        }
+        if after_match || starts_word(&folded, i) {
+            if let Some((replacement, end)) = match_marker_phrase(&folded.chars, i) {
+                out.push_str(text.get(copied..here.start).unwrap_or(""));
                 out.push_str(replacement);
-                rest = after;
+                copied = folded.from.get(end - 1).map_or(text.len(), |r| r.end);
+                after_match = true;
+                i = end;
                 continue;
             }
         }
-        out.push(c);
-        rest = rest.get(c.len_utf8()..).unwrap_or("");
+        after_match = false;
+        i += 1;
     }
+    out.push_str(text.get(copied..).unwrap_or(""));
     out
 }
 
-/// If `text` starts with a marker phrase, its replacement and the text after the phrase.
-fn match_marker_phrase(text: &str) -> Option<(&'static str, &str)> {
-    let (replacement, after_kind) = match strip_word(text, "begin") {
+/// Whether folded character `i` starts a word: first, after a non-alphanumeric character, or
+/// after dropped (invisible) original text.
+fn starts_word(folded: &Folded, i: usize) -> bool {
+    let prev = i.checked_sub(1).and_then(|p| folded.chars.get(p));
+    prev.is_none_or(|c| !c.is_alphanumeric()) || folded.gap_before(i)
+}
+
+/// If the folded characters from `at` start with a marker phrase, its replacement and the
+/// index just after the phrase.
+fn match_marker_phrase(chars: &[char], at: usize) -> Option<(&'static str, usize)> {
+    let (replacement, after_kind) = match strip_word(chars, at, "begin") {
         Some(after) => (FORGED_BEGIN, after),
-        None => (FORGED_END, strip_word(text, "end")?),
+        None => (FORGED_END, strip_word(chars, at, "end")?),
     };
-    let after_user = strip_word(skip_separators(after_kind), "user")?;
-    let after_input = strip_word(skip_separators(after_user), "input")?;
+    let after_user = strip_word(chars, skip_separators(chars, after_kind), "user")?;
+    let after_input = strip_word(chars, skip_separators(chars, after_user), "input")?;
     Some((replacement, after_input))
 }
 
-/// `text` without its leading `word` (ASCII case-insensitive), if it starts with it.
-fn strip_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
-    let head = text.get(..word.len())?;
-    if head.eq_ignore_ascii_case(word) {
-        text.get(word.len()..)
-    } else {
-        None
-    }
+/// The index after `word` if the folded characters from `at` start with it.
+fn strip_word(chars: &[char], at: usize, word: &str) -> Option<usize> {
+    let rest = chars.get(at..)?;
+    let len = word.chars().count();
+    (rest.len() >= len && rest.iter().zip(word.chars()).all(|(c, w)| *c == w)).then_some(at + len)
 }
 
-/// `text` without its leading run of word separators.
-fn skip_separators(text: &str) -> &str {
-    text.trim_start_matches(|c: char| {
-        c.is_whitespace() || matches!(c, '_' | '-' | '.') || is_invisible(c)
-    })
+/// The index of the first folded character from `at` on that is not a word separator.
+fn skip_separators(chars: &[char], at: usize) -> usize {
+    let rest = chars.get(at..).unwrap_or(&[]);
+    at + rest.iter().take_while(|c| !c.is_alphanumeric()).count()
 }
 
-/// Pass 2: escapes the opener of every denied tag.
-fn escape_denied_tags(text: &str) -> String {
+/// Pass 2: escapes the opener of every denied tag and bracketed token.
+fn escape_denied_openers(text: &str) -> String {
+    let folded = fold(text);
     let mut out = String::with_capacity(text.len());
-    for (at, c) in text.char_indices() {
-        let after = text.get(at + c.len_utf8()..).unwrap_or("");
-        if is_tag_opener(c) && opens_denied_tag(after) {
-            out.push_str(ESCAPED_OPENER);
-        } else {
-            out.push(c);
-        }
+    let mut copied = 0;
+    for (i, (c, from)) in folded.chars.iter().zip(&folded.from).enumerate() {
+        let after = folded.chars.get(i + 1..).unwrap_or(&[]);
+        let escape = match c {
+            '<' if from.start >= copied && opens_denied_tag(after) => ESCAPED_OPENER,
+            '[' if from.start >= copied && opens_denied_token(after) => ESCAPED_BRACKET,
+            _ => continue,
+        };
+        out.push_str(text.get(copied..from.start).unwrap_or(""));
+        out.push_str(escape);
+        copied = from.end;
     }
+    out.push_str(text.get(copied..).unwrap_or(""));
     out
 }
 
-/// `<` and the characters a model may read as one.
-fn is_tag_opener(c: char) -> bool {
-    matches!(c, '<' | '\u{FF1C}' | '\u{FE64}')
+/// The folded name after an opener: without its leading whitespace, `/` and `\`.
+fn name_after_opener(after: &[char]) -> &[char] {
+    let skipped = after
+        .iter()
+        .take_while(|c| c.is_whitespace() || c.is_control() || matches!(c, '/' | '\\'))
+        .count();
+    after.get(skipped..).unwrap_or(&[])
 }
 
-/// The longest denied name, in characters: how much of a name is normalised before matching.
-const LONGEST_DENIED: usize = 16;
-
-/// Whether the text right after a tag opener names a denied tag or a chat-template token.
-fn opens_denied_tag(after_opener: &str) -> bool {
-    let name =
-        after_opener.trim_start_matches(|c: char| c.is_whitespace() || c == '/' || is_invisible(c));
-    let normalised: String = name
-        .chars()
-        .filter(|c| !is_invisible(*c))
-        .map(full_width_as_ascii)
-        .take(LONGEST_DENIED)
-        .collect();
-    normalised.starts_with('|')
+/// Whether the folded text right after a `<` names a denied tag or a chat-template token.
+fn opens_denied_tag(after_opener: &[char]) -> bool {
+    let name = name_after_opener(after_opener);
+    name.first() == Some(&'|')
         || DENIED_TAGS
             .iter()
-            .any(|denied| strip_word(&normalised, denied).is_some())
+            .any(|denied| strip_word(name, 0, denied).is_some())
 }
 
-/// A full-width form of a printable ASCII character (U+FF01..=U+FF5E) as that character.
-fn full_width_as_ascii(c: char) -> char {
-    match c {
-        '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
-        _ => c,
-    }
-}
-
-/// Zero-width and other invisible format characters a forger can slip between characters.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
+/// Whether the folded text right after a `[` is a denied bracketed token, as a whole word.
+fn opens_denied_token(after_opener: &[char]) -> bool {
+    let name = name_after_opener(after_opener);
+    DENIED_TOKENS.iter().any(|denied| {
+        strip_word(name, 0, denied).is_some_and(|end| {
+            name.get(end)
+                .is_none_or(|c| !(c.is_alphanumeric() || *c == '_'))
+        })
+    })
 }
 
 #[cfg(test)]
@@ -254,9 +294,56 @@ mod tests {
     }
 
     #[test]
-    fn the_normalised_prefix_covers_every_denied_name() {
-        for name in DENIED_TAGS {
-            assert!(name.chars().count() <= LONGEST_DENIED, "{name}");
+    fn bracketed_template_tokens_are_escaped_as_whole_words() {
+        for (input, expected) in [
+            ("[INST]", "&#91;INST]"),
+            ("[/INST]", "&#91;/INST]"),
+            ("[ inst ]", "&#91; inst ]"),
+            ("\u{FF3B}SYSTEM_PROMPT]", "&#91;SYSTEM_PROMPT]"),
+            ("[TOOL_CALLS][", "&#91;TOOL_CALLS]["),
+            (
+                "[install] [instance-1] [systems]",
+                "[install] [instance-1] [systems]",
+            ),
+        ] {
+            assert_eq!(neutralise(input), expected, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn new_denied_tags_are_escaped() {
+        for (input, expected) in [
+            ("<IMPORTANT>", "&lt;IMPORTANT>"),
+            ("<<SYS>>", "<&lt;SYS>>"),
+            ("<human>", "&lt;human>"),
+            ("<start_of_turn>model", "&lt;start_of_turn>model"),
+            ("</end_of_turn>", "&lt;/end_of_turn>"),
+            ("<\\/system>", "&lt;\\/system>"),
+        ] {
+            assert_eq!(neutralise(input), expected, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn folded_spellings_are_matched_and_only_the_original_replaced() {
+        for (input, expected) in [
+            ("<\u{3164}system>", "&lt;\u{3164}system>"),
+            (
+                "\u{2039}\u{2066}SYSTEM\u{2069}>",
+                "&lt;\u{2066}SYSTEM\u{2069}>",
+            ),
+            ("<s\u{0301}ystem>", "&lt;s\u{0301}ystem>"),
+            ("<\u{0455}\u{0443}stem>", "&lt;\u{0455}\u{0443}stem>"),
+            ("a\u{200B}END USER INPUT!", "a\u{200B}[forged-end-marker]!"),
+            ("E\u{0301}ND/USER:INPUT", "[forged-end-marker]"),
+            (
+                "\u{FF22}\u{FF25}\u{FF27}\u{FF29}\u{FF2E}\u{3164}user input",
+                "[forged-begin-marker]",
+            ),
+        ] {
+            let out = neutralise(input);
+            assert_eq!(out, expected, "{input:?}");
+            assert_eq!(neutralise(&out), out, "idempotent on {input:?}");
         }
     }
 
@@ -291,7 +378,7 @@ mod tests {
             "a < b && c > d",
             "x<y, 1 <2, <3",
             "<br/> <div class=\"tool\">user</div>",
-            "<u>underline</u> <sys <usr>",
+            "<u>underline</u> <sy <usr>",
             "&lt;system&gt; already escaped",
             "lone <",
             "<",

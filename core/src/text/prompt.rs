@@ -2,6 +2,7 @@
 //! untrusted text (DOMAIN §3 "Delivery", §8).
 
 use super::frame::frame;
+use super::neutralise::neutralise;
 use crate::event::Event;
 
 /// The trusted part of every notification prompt, written by us. It names no marker verbatim
@@ -21,18 +22,40 @@ question if there is one.";
 
 /// The hidden input of the run that delivers `event`.
 ///
-/// Contract: [`NOTIFICATION_INSTRUCTION`], a blank line, then `frame(event.canonical_json())`.
-/// The instruction is outside the frame and comes first; the whole prompt holds exactly one
-/// [`super::BEGIN_MARKER`] and one [`super::END_MARKER`] and no live denied tag, whatever the
-/// event's untrusted fields contain. Events carry no secrets, so neither does the prompt.
-/// Deterministic: the same event always yields the same prompt.
+/// Contract: [`NOTIFICATION_INSTRUCTION`], a blank line, then `frame` of the canonical JSON of
+/// the event with every untrusted string field neutralised ([`neutralised_fields`]). Each string is
+/// neutralised before it is encoded, because JSON escapes hide separators from a matcher
+/// (`END\nUSER\nINPUT` is one word on the wire but three lines to a model); the frame
+/// neutralises the encoded text again. The instruction is outside the frame and comes first;
+/// the whole prompt holds exactly one [`super::BEGIN_MARKER`] and one [`super::END_MARKER`]
+/// and no live denied tag, whatever the event's untrusted fields contain. Events carry no
+/// secrets, so neither does the prompt. Deterministic: the same event always yields the same
+/// prompt.
 pub fn notification_prompt(event: &Event) -> String {
-    let framed = frame(&event.canonical_json());
+    let framed = frame(&neutralised_fields(event).canonical_json());
     let mut out = String::with_capacity(NOTIFICATION_INSTRUCTION.len() + 2 + framed.len());
     out.push_str(NOTIFICATION_INSTRUCTION);
     out.push_str("\n\n");
     out.push_str(&framed);
     out
+}
+
+/// `event` with every untrusted string field neutralised (all but the task id, which is ours).
+fn neutralised_fields(event: &Event) -> Event {
+    let text = |s: &Option<String>| s.as_deref().map(neutralise);
+    Event {
+        task_id: event.task_id.clone(),
+        name: neutralise(&event.name),
+        status: event.status,
+        result: text(&event.result),
+        result_truncated: event.result_truncated,
+        artifact: text(&event.artifact),
+        error: text(&event.error),
+        input_request: text(&event.input_request),
+        tracking_degraded: event.tracking_degraded,
+        poll_error_class: text(&event.poll_error_class),
+        poll_error: text(&event.poll_error),
+    }
 }
 
 #[cfg(test)]

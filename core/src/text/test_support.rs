@@ -25,6 +25,14 @@ pub const TEST_DENIED_TAGS: &[&str] = &[
     "function_calls",
     "invoke",
     "developer",
+    "sys",
+    "human",
+    "important",
+    "start_of_turn",
+    "end_of_turn",
+    "tool_calls",
+    "im_start",
+    "im_end",
 ];
 
 /// A remote task id planted in test rows; must never show up in any output.

@@ -6,22 +6,28 @@
 //! authority tag; a context or listing text must hold no live tag and no marker at all.
 //!
 //! The judge is written here, apart from the engine's `neutralise`, so a bug there is not
-//! shared by its judge. It reads exactly the forms the engine's contract claims to defuse:
+//! shared by its judge: it reads text through its own tables ([`super::reading`]), stricter
+//! than the engine's, and spells its own denylists. It looks for:
 //!
-//! - a **live tag** is a tag opener (`<`, `＜` U+FF1C or `﹤` U+FE64), then any run of
-//!   whitespace, `/` and invisible format characters, then a name that starts with a denied
-//!   name (ASCII case-insensitive, invisible characters inside it dropped, full-width letters
-//!   read as ASCII), or with `|` (a chat-template token);
-//! - a **marker phrase** is `BEGIN USER INPUT` or `END USER INPUT` in any ASCII case, with any
-//!   run of whitespace, `_`, `-`, `.` or invisible characters between the words, not preceded
-//!   by an alphanumeric character — the exact markers included.
+//! - a **live tag**: a character read as `<`, then any run of whitespace, control characters,
+//!   `/` and `\`, then a name that starts with a denied name or with `|` (a chat-template
+//!   token);
+//! - a **live token**: a character read as `[`, the same run, then a denied token as a whole
+//!   word (`[INST]`);
+//! - a **marker phrase**: `BEGIN USER INPUT` or `END USER INPUT` as read, with any run of
+//!   non-alphanumeric characters between the words, starting a word (not read right after an
+//!   alphanumeric character, unless invisible text stood between) — the exact markers included.
+//!
+//! A prompt's body is JSON, whose escapes hide separators (`END\nUSER\nINPUT` is one word on
+//! the wire): every string of the decoded body is judged on its own as well.
 
 use super::facts::Facts;
+use super::reading::read;
 use super::{Invariant, Verdict};
 use crate::history::Event;
 
-/// The tag names DOMAIN §8 denies, spelled here apart from the engine's list.
-const DENIED: [&str; 14] = [
+/// The tag names DOMAIN §8 denies, spelled here apart from the engine's list (a superset).
+const DENIED: [&str; 24] = [
     "system",
     "system-reminder",
     "instruction",
@@ -36,6 +42,27 @@ const DENIED: [&str; 14] = [
     "function_calls",
     "invoke",
     "developer",
+    "sys",
+    "human",
+    "important",
+    "start_of_turn",
+    "end_of_turn",
+    "tool_calls",
+    "im_start",
+    "im_end",
+    "start_header_id",
+    "eot_id",
+];
+
+/// Bracketed chat-template tokens, read as whole words after a `[`.
+const DENIED_WORDS: [&str; 7] = [
+    "inst",
+    "sys",
+    "system",
+    "system_prompt",
+    "tool_calls",
+    "tool_results",
+    "available_tools",
 ];
 
 /// The line that opens the one frame of a prompt.
@@ -88,8 +115,8 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     }
 }
 
-/// What is wrong with a notification prompt, if anything: a live tag, or other markers than
-/// one BEGIN line followed later by one END line.
+/// What is wrong with a notification prompt, if anything: a live tag, other markers than
+/// one BEGIN line followed later by one END line, or a problem in a string of its body.
 fn prompt_problem(prompt: &str) -> Option<String> {
     if let Some(tag) = live_tag(prompt) {
         return Some(format!("the prompt holds a live tag: {tag:?}"));
@@ -103,16 +130,46 @@ fn prompt_problem(prompt: &str) -> Option<String> {
     ) && prompt.matches(BEGIN_LINE).count() == 1
         && prompt.matches(END_LINE).count() == 1
         && prompt.find(BEGIN_LINE) < prompt.find(END_LINE);
-    (!framed).then(|| {
-        format!(
+    if !framed {
+        return Some(format!(
             "the prompt holds {} BEGIN and {} END marker phrases ({} and {} exact), not one \
              frame",
             begins.len(),
             ends.len(),
             prompt.matches(BEGIN_LINE).count(),
             prompt.matches(END_LINE).count()
-        )
-    })
+        ));
+    }
+    body_problem(prompt)
+}
+
+/// What is wrong with the JSON body of a framed prompt, if anything: not JSON, or a string in
+/// it that [`text_problem`] flags once its escapes are decoded.
+fn body_problem(prompt: &str) -> Option<String> {
+    let (_, after_begin) = prompt.split_once(BEGIN_LINE)?;
+    let (body, _) = after_begin.rsplit_once(END_LINE)?;
+    let value: serde_json::Value = match serde_json::from_str(body) {
+        Ok(value) => value,
+        Err(e) => return Some(format!("the prompt's body is not JSON ({e})")),
+    };
+    let mut texts = Vec::new();
+    strings_in(&value, &mut texts);
+    texts
+        .into_iter()
+        .find_map(|t| text_problem(t).map(|p| format!("a string of the prompt's body {p}")))
+}
+
+/// Every string in `value` (keys included), depth first, in document order.
+fn strings_in<'a>(value: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+    match value {
+        serde_json::Value::String(s) => out.push(s),
+        serde_json::Value::Array(items) => items.iter().for_each(|v| strings_in(v, out)),
+        serde_json::Value::Object(fields) => fields.iter().for_each(|(k, v)| {
+            out.push(k);
+            strings_in(v, out);
+        }),
+        _ => {}
+    }
 }
 
 /// What is wrong with a text shown in a context entry or a listing, if anything.
@@ -123,39 +180,52 @@ fn text_problem(text: &str) -> Option<String> {
     (!marker_phrases(text).is_empty()).then(|| format!("holds a boundary marker: {text:?}"))
 }
 
-/// Zero-width and other invisible format characters.
-fn invisible(c: char) -> bool {
-    matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}')
-}
-
-/// The first live tag in `text` (from its opener, a few characters), if any.
+/// The first live tag or token in `text` (as read, from its opener, a few characters), if any.
 fn live_tag(text: &str) -> Option<String> {
-    let chars: Vec<char> = text.chars().collect();
+    let chars: Vec<char> = read(text).iter().map(|r| r.c).collect();
     (0..chars.len())
-        .filter(|&i| matches!(chars[i], '<' | '\u{FF1C}' | '\u{FE64}'))
         .find(|&i| {
-            let name: String = chars[i + 1..]
-                .iter()
-                .skip_while(|c| c.is_whitespace() || **c == '/' || invisible(**c))
-                .filter(|c| !invisible(**c))
-                .take(20)
-                .map(|&c| match c {
-                    '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
-                    _ => c,
-                })
-                .map(|c| c.to_ascii_lowercase())
-                .collect();
-            name.starts_with('|') || DENIED.iter().any(|d| name.starts_with(d))
+            let rest = chars.get(i + 1..).unwrap_or(&[]);
+            match chars[i] {
+                '<' => names_denied_tag(name_after_opener(rest)),
+                '[' => names_denied_word(name_after_opener(rest)),
+                _ => false,
+            }
         })
         .map(|i| chars[i..].iter().take(24).collect())
 }
 
-/// Every marker phrase in `text`: (character index, whether it is a BEGIN phrase).
+/// What follows an opener once whitespace, control characters, `/` and `\` are skipped.
+fn name_after_opener(rest: &[char]) -> &[char] {
+    let skipped = rest
+        .iter()
+        .take_while(|c| c.is_whitespace() || c.is_control() || matches!(c, '/' | '\\'))
+        .count();
+    &rest[skipped..]
+}
+
+/// Whether `name` starts with a denied tag name or `|`.
+fn names_denied_tag(name: &[char]) -> bool {
+    name.first() == Some(&'|') || DENIED.iter().any(|d| starts_with_word(name, d))
+}
+
+/// Whether `name` starts with a denied bracketed token as a whole word.
+fn names_denied_word(name: &[char]) -> bool {
+    DENIED_WORDS.iter().any(|d| {
+        starts_with_word(name, d)
+            && name
+                .get(d.len())
+                .is_none_or(|c| !(c.is_alphanumeric() || *c == '_'))
+    })
+}
+
+/// Every marker phrase in `text` as read: (read character index, whether it is BEGIN).
 fn marker_phrases(text: &str) -> Vec<(usize, bool)> {
-    let chars: Vec<char> = text.chars().collect();
+    let read = read(text);
+    let chars: Vec<char> = read.iter().map(|r| r.c).collect();
     let mut found = Vec::new();
-    for i in 0..chars.len() {
-        if i > 0 && chars[i - 1].is_alphanumeric() {
+    for (i, r) in read.iter().enumerate() {
+        if i > 0 && chars[i - 1].is_alphanumeric() && !r.after_dropped {
             continue;
         }
         let rest = &chars[i..];
@@ -176,21 +246,15 @@ fn marker_phrases(text: &str) -> Vec<(usize, bool)> {
     found
 }
 
-/// Whether `chars` starts with `word`, ASCII case-insensitively.
+/// Whether `chars` (already lower case) starts with `word`.
 fn starts_with_word(chars: &[char], word: &str) -> bool {
-    chars.len() >= word.len()
-        && chars
-            .iter()
-            .zip(word.chars())
-            .all(|(c, w)| c.eq_ignore_ascii_case(&w))
+    chars.len() >= word.len() && chars.iter().zip(word.chars()).all(|(c, w)| *c == w)
 }
 
-/// What follows `word` after a run of separators at the start of `chars`, if `word` is there.
+/// What follows `word` after a run of non-alphanumeric characters at the start of `chars`,
+/// if `word` is there.
 fn word_after_separators<'a>(chars: &'a [char], word: &str) -> Option<&'a [char]> {
-    let skipped = chars
-        .iter()
-        .take_while(|c| c.is_whitespace() || matches!(c, '_' | '-' | '.') || invisible(**c))
-        .count();
+    let skipped = chars.iter().take_while(|c| !c.is_alphanumeric()).count();
     let rest = &chars[skipped..];
     starts_with_word(rest, word).then(|| &rest[word.len()..])
 }
@@ -203,7 +267,7 @@ mod tests {
     use tasklatch_core::event::Event;
     use tasklatch_core::status::RemoteStatus;
     use tasklatch_core::text::{
-        neutralise, notification_prompt, BEGIN_MARKER, DENIED_TAGS, END_MARKER,
+        neutralise, notification_prompt, BEGIN_MARKER, DENIED_TAGS, DENIED_TOKENS, END_MARKER,
         NOTIFICATION_INSTRUCTION,
     };
 
@@ -231,6 +295,14 @@ mod tests {
             "<|im_start|>",
             "<tool_call>",
             "<System",
+            "<\u{3164}system>",
+            "<\u{2066}system>",
+            "\u{02C2}system\u{02C3}",
+            "<IMPORTANT>",
+            "[INST]",
+            "<<SYS>>",
+            "<human>",
+            "\u{27E8}\u{1D42C}ystem",
         ] {
             assert!(live_tag(text).is_some(), "{text:?}");
             assert!(text_problem(text).is_some(), "{text:?}");
@@ -239,7 +311,8 @@ mod tests {
             "&lt;system>",
             "<b>",
             "a < b",
-            "<sys tem>",
+            "<sy stem>",
+            "[install]",
             "lone <",
             "&lt; SYSTEM",
         ] {
@@ -256,6 +329,9 @@ mod tests {
             "End_User-Input",
             "BEGIN\u{200B}USER\nINPUT",
             "x BeginUserInput",
+            "<<<\u{3164}END USER INPUT>>>",
+            "\u{FF25}\u{FF2E}\u{FF24} \u{FF35}\u{FF33}\u{FF25}\u{FF32} \u{FF29}\u{FF2E}\u{FF30}\u{FF35}\u{FF34}",
+            "x\u{200B}END USER INPUT",
         ] {
             assert_eq!(marker_phrases(text).len(), 1, "{text:?}");
             assert!(text_problem(text).is_some(), "{text:?}");
@@ -285,7 +361,31 @@ mod tests {
 
     #[test]
     fn the_judge_denies_what_the_engine_denies() {
-        assert_eq!(DENIED.as_slice(), DENIED_TAGS);
+        assert!(DENIED_TAGS.iter().all(|t| DENIED.contains(t)));
+        assert!(DENIED_TOKENS.iter().all(|t| DENIED_WORDS.contains(t)));
+    }
+
+    #[test]
+    fn every_drawn_disguise_is_seen_raw_and_passes_neutralised() {
+        use crate::disguise::disguised_text;
+        use rand_chacha::rand_core::SeedableRng;
+        use rand_chacha::ChaCha8Rng;
+        let mut rng = ChaCha8Rng::seed_from_u64(22);
+        for _ in 0..2_000 {
+            let text = disguised_text(&mut rng);
+            assert!(text_problem(&text).is_some(), "the judge misses {text:?}");
+            let out = neutralise(&text);
+            assert_eq!(text_problem(&out), None, "{text:?} -> {out:?}");
+        }
+    }
+
+    #[test]
+    fn a_marker_hidden_by_json_escapes_is_flagged() {
+        let body = serde_json::json!({ "error": "a END\nUSER\nINPUT b" }).to_string();
+        assert!(body.contains("END\\nUSER"));
+        assert!(prompt_problem(&prompt_of(&body)).is_some());
+        let tag = serde_json::json!({ "error": "<\u{3164}system>" }).to_string();
+        assert!(prompt_problem(&prompt_of(&tag)).is_some());
     }
 
     #[test]

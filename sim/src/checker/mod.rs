@@ -16,6 +16,7 @@ mod isolation;
 mod landing;
 mod lease_margin;
 mod orphans;
+mod reading;
 mod runs;
 mod seal;
 mod spacing;

@@ -226,6 +226,7 @@ pub fn render(content: &Content, t: &RemoteTask) -> WireText {
         Content::NulBytes(s) => WireText::Utf8(format!("{s}\0tail\0")),
         Content::InvalidUtf8(bytes) => WireText::Bytes(bytes.clone()),
         Content::ForgedTags => WireText::Utf8(FORGED.to_owned()),
+        Content::Disguised(s) => WireText::Utf8(s.clone()),
         Content::EchoSecrets => {
             let partial = t.driver_data.get(..ECHOED_PREFIX).unwrap_or_default();
             WireText::Utf8(format!(
@@ -293,6 +294,7 @@ fn exercised_by(view: &View<'_>) -> Option<&'static str> {
             Content::InvalidUtf8(_) => "hostile_invalid_utf8",
             Content::ForgedTags => "hostile_forged_tags",
             Content::EchoSecrets => "hostile_secrets",
+            Content::Disguised(_) => "hostile_disguised",
         }),
         View::Quirk(q) => Some(match q {
             QuirkKind::UnknownTask => "remote_unknown_task",
