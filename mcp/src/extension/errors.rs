@@ -12,14 +12,16 @@ use tasklatch_core::ports::DriverError;
 use tasklatch_core::task::ErrorClass;
 
 /// A failed `server/discover` (`NotExtension` when the server answered as a legacy one). A
-/// JSON-RPC internal or server error (-32603, -32000..-32099: rmcp's reading of a 5xx with a
-/// JSON-RPC body) is a failure, never a verdict on the protocol.
+/// JSON-RPC internal error (-32603: rmcp's reading of a 5xx with a JSON-RPC body) is a failure,
+/// never a verdict on the protocol. A server error (-32000, as the TypeScript SDK's servers
+/// answer "Bad Request: Server not initialized" to a request outside a session) is the legacy
+/// answer it looks like: `auto` then tries the legacy protocol, and keeps that verdict only if
+/// a legacy submit works; an extension task's calls never take it as a verdict.
 pub(super) fn connect_error(e: ClientInitializeError, server: &Server) -> ConnectError {
     let not_a_verdict = |code: ErrorCode| {
         code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
             || code == ErrorCode::HEADER_MISMATCH
             || code.0 == -32603
-            || (-32099..=-32000).contains(&code.0)
     };
     match e {
         ClientInitializeError::JsonRpcError(data) if !not_a_verdict(data.code) => {
