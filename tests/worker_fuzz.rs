@@ -155,6 +155,23 @@ fn responses(venv: &Path, cassette: &Path) -> Vec<(u16, String)> {
         .collect()
 }
 
+/// A thread on the Agent Server at `threads_url` owned by the fuzzer (tasks are bound only to
+/// threads their owner owns), for the seeded tasks.
+async fn fuzzer_thread(threads_url: &str) -> String {
+    let res = reqwest::Client::new()
+        .post(threads_url)
+        .header("content-type", "application/json")
+        .body(json!({"metadata": {"owner": "fuzzer"}}).to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create a thread: {e}"));
+    let v: Value = res.json().await.unwrap_or_else(|e| panic!("{e}"));
+    v["thread_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no thread id: {v}"))
+        .to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schemathesis_finds_no_server_error_and_no_secret() {
     let started = Instant::now();
@@ -179,12 +196,13 @@ async fn schemathesis_finds_no_server_error_and_no_secret() {
     let text = config(port, &mcp.url("/mcp"), &langgraph.url(""));
     let mut worker = Worker::new("worker-fuzz", &dir, &text, port, &env);
     worker.start().await;
+    let thread = fuzzer_thread(&langgraph.url("/threads")).await;
     for i in 0..3 {
         let body = json!({"server": "fix", "tool": "slow_job", "arguments": {"steps": 1, "delay": 0.1}, "name": format!("seed {i}")});
         let (status, answer) = worker
             .call(
                 Method::POST,
-                "/v1/threads/t1/tasks",
+                &format!("/v1/threads/{thread}/tasks"),
                 Some(TOKEN),
                 Some(&body),
             )
