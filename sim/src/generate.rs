@@ -4,11 +4,12 @@
 use crate::fault::*;
 use crate::gateway_mode::GatewayMode;
 use crate::plan::*;
-use crate::timing::LEASE_MS;
+use crate::timing::{LEASE_MS, SUBMIT_GRACE_SECS};
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use tasklatch_core::policy::SUBMIT_RETRY_CAP;
 
 /// What the campaign's command line may fix instead of the seed.
 #[derive(Clone, Debug, Default)]
@@ -187,25 +188,40 @@ const DISGUISE_STREAM: u64 = 0x6469_7367_7569_7365;
 /// Mixed into the seed for the runs that ignore interrupts ("stubborn" in ASCII).
 const STUBBORN_STREAM: u64 = 0x7374_7562_626f_726e;
 
-/// On half the seeds, one or two database outages (a failover) of 5 to 40 seconds — more than
-/// five passes, less than the simulated `submit_grace` — each beginning 0 to 40 ms after a
-/// task's submit, so its intent is stored and its handle write meets the outage (or, for the
-/// earliest starts, its intent insert does, and nothing is started). Every submit the API
+/// The longest database outage window a plan draws. An acknowledged submit's handle is retried
+/// at most [`SUBMIT_RETRY_CAP`] apart, so it is saved before the simulated `submit_grace` ends
+/// only if the window, plus that wait, plus slack for lost replies, stays under the grace.
+const MAX_STORE_OUTAGE_MS: u64 = 40_000;
+const _: () = assert!(
+    MAX_STORE_OUTAGE_MS + SUBMIT_RETRY_CAP.as_millis() as u64 + 15_000 < SUBMIT_GRACE_SECS * 1_000
+);
+
+/// On half the seeds, one database outage window (a failover) of 5 to 40 seconds — more than
+/// five passes, less than the simulated `submit_grace` leaves room for — beginning 0 to 40 ms
+/// after a task's submit, so its intent is stored and its handle write meets the outage (or,
+/// for the earliest starts, its intent insert does, and nothing is started). Half of those
+/// windows flap: the database comes back for 0.2 to 2 seconds midway. Every submit the API
 /// acknowledged must still end up tracked (the checker's `acknowledged` rule).
 fn store_outages(rng: &mut ChaCha8Rng, tasks: &[TaskPlan]) -> Vec<Fault> {
     if tasks.is_empty() || !rng.random_bool(0.5) {
         return Vec::new();
     }
-    let mut out = Vec::new();
-    for _ in 0..rng.random_range(1..=2) {
-        let i = rng.random_range(0..tasks.len());
-        out.push(Fault {
-            at_ms: tasks[i].submit_at_ms + rng.random_range(0..40),
-            for_ms: span(rng, 5_000, 40_000),
-            kind: FaultKind::StoreDown,
-        });
+    let i = rng.random_range(0..tasks.len());
+    let at_ms = tasks[i].submit_at_ms + rng.random_range(0..40);
+    let window = span(rng, 5_000, MAX_STORE_OUTAGE_MS);
+    let down = |at_ms, for_ms| Fault {
+        at_ms,
+        for_ms,
+        kind: FaultKind::StoreDown,
+    };
+    if !rng.random_bool(0.5) {
+        return vec![down(at_ms, window)];
     }
-    out
+    let (first, gap) = (window / 2, span(rng, 200, 2_000));
+    vec![
+        down(at_ms, first),
+        down(at_ms + first + gap, window - first - gap),
+    ]
 }
 
 /// On two seeds in five, a window in which started runs ignore interrupts and succeed after
