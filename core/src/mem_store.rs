@@ -181,6 +181,14 @@ impl Store for MemStore {
         now: Timestamp,
     ) -> Result<SubmitSettled, StoreError> {
         let mut rows = self.rows();
+        if let SubmitSettlement::Started(started) = &settlement {
+            let recorded_here = rows
+                .get(task)
+                .is_some_and(|row| row.identity.handle == started.identity.handle);
+            if !recorded_here && tracked_elsewhere(&rows, started) {
+                return Err(StoreError::DuplicateHandle);
+            }
+        }
         let Some(row) = rows.get(task) else {
             return Ok(SubmitSettled::NotAwaiting);
         };
@@ -198,9 +206,6 @@ impl Store for MemStore {
             return Ok(SubmitSettled::NotAwaiting);
         }
         submit::validate(&started)?;
-        if tracked_elsewhere(&rows, &started) {
-            return Err(StoreError::DuplicateHandle);
-        }
         let Some(row) = rows.get_mut(task) else {
             return Ok(SubmitSettled::NotAwaiting);
         };

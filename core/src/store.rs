@@ -336,7 +336,9 @@ pub trait Store: Send + Sync {
     /// row no longer waits for its handle. Unguarded by any lease — one submit owns its intent —
     /// and idempotent, so it is safe to retry after an unavailable answer. Fails with
     /// [`StoreError::DuplicateHandle`] when another task of the owner on that server already
-    /// tracks the handle, and [`StoreError::Invalid`] when the started row breaks a limit.
+    /// tracks the handle — whether or not this row still waits, so a late handle of a remote
+    /// task someone else follows is never taken for a stranger to cancel — and
+    /// [`StoreError::Invalid`] when the started row breaks a limit.
     fn settle_submit(
         &self,
         task: &TaskId,

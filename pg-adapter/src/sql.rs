@@ -75,6 +75,9 @@ pub(crate) const CLAIM_CANCEL: &str = include_str!("../sql/store/claim_cancel.sq
 pub(crate) const INSERT_TASK: &str = include_str!("../sql/store/insert_task.sql");
 /// A submit's row, locked (`$1` id).
 pub(crate) const LOCK_INTENT: &str = include_str!("../sql/store/lock_intent.sql");
+/// Whether another row tracks a submit's handle (`$1` id, `$2` owner, `$3` server, `$4` remote id).
+pub(crate) const HANDLE_TRACKED_ELSEWHERE: &str =
+    include_str!("../sql/store/handle_tracked_elsewhere.sql");
 /// A submit's row after its handle was recorded (the insert's parameters).
 pub(crate) const RECORD_HANDLE: &str = include_str!("../sql/store/record_handle.sql");
 /// Deletes a submit's intent (`$1` id).
@@ -235,6 +238,7 @@ mod tests {
             CLAIM_CANCEL,
             INSERT_TASK,
             LOCK_INTENT,
+            HANDLE_TRACKED_ELSEWHERE,
             RECORD_HANDLE,
             WITHDRAW_SUBMIT,
             REQUEST_CANCEL,

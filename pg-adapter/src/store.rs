@@ -468,6 +468,23 @@ fn matchable(s: &str) -> bool {
     !s.contains('\0')
 }
 
+/// Whether another row of `started`'s owner on its server tracks its remote task.
+async fn tracked_elsewhere(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    started: &TaskRow,
+) -> Result<bool, StoreError> {
+    let id = &started.identity;
+    let found = sqlx::query(sql::HANDLE_TRACKED_ELSEWHERE)
+        .bind(storable(id.task_id.as_str()))
+        .bind(storable(id.owner.as_str()))
+        .bind(storable(id.server.as_str()))
+        .bind(storable(id.handle.remote_task_id.expose()))
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(store_error)?;
+    found.try_get("tracked").map_err(store_error)
+}
+
 fn bind_row(q: PgQuery, row: &TaskRow) -> PgQuery {
     let id = &row.identity;
     let r = &row.remote;
@@ -558,7 +575,9 @@ impl Store for PgStore {
 
     /// One transaction: the row is locked (`lock_intent.sql`); a handle already recorded equal
     /// to the started one answers [`SubmitSettled::Recorded`] again (a retry after an unknown
-    /// outcome), a row that no longer waits answers [`SubmitSettled::NotAwaiting`]; otherwise
+    /// outcome), a handle another row tracks is [`StoreError::DuplicateHandle`]
+    /// (`handle_tracked_elsewhere.sql`, asked before the row's own state), a row that no
+    /// longer waits answers [`SubmitSettled::NotAwaiting`]; otherwise
     /// `submit::record_handle` is applied in Rust to the locked row and the row written back
     /// (`record_handle.sql`, guarded again). The partial unique index on recorded handles gives
     /// [`StoreError::DuplicateHandle`]. A withdrawal is one `DELETE` (`withdraw_submit.sql`).
@@ -586,13 +605,22 @@ impl Store for PgStore {
             .fetch_optional(&mut *tx)
             .await
             .map_err(store_error)?;
-        let Some(locked) = locked else {
-            return Ok(SubmitSettled::NotAwaiting);
+        let mut row = match locked {
+            Some(locked) => Some(self.decoded(&locked)?),
+            None => None,
         };
-        let mut row = self.decoded(&locked)?;
-        if row.identity.handle == started.identity.handle {
+        let recorded_here = row
+            .as_ref()
+            .is_some_and(|row| row.identity.handle == started.identity.handle);
+        if recorded_here {
             return Ok(SubmitSettled::Recorded);
         }
+        if tracked_elsewhere(&mut tx, &started).await? {
+            return Err(StoreError::DuplicateHandle);
+        }
+        let Some(mut row) = row.take() else {
+            return Ok(SubmitSettled::NotAwaiting);
+        };
         if !submit::record_handle(&mut row, &started, now) {
             return Ok(SubmitSettled::NotAwaiting);
         }

@@ -27,6 +27,7 @@
 //! - [`hand_off`]: a poll write that opens the channel claims the notification itself.
 //! - [`cancel_watch`]: a cancel acknowledged or dead-lettered leaves its task watched.
 //! - [`answer`]: answers to input requests.
+//! - [`submit`]: settling a submit's intent.
 //! - [`ledger`]: the run ledger bodies.
 //! - [`support`]: the builders they share.
 
@@ -41,6 +42,7 @@ pub mod poll;
 pub mod release;
 pub mod requeue;
 pub mod retention;
+pub mod submit;
 pub mod support;
 pub mod views;
 
@@ -115,6 +117,8 @@ macro_rules! store_conformance {
             retention::prune_deletes_only_settled_finished_rows,
             retention::prune_in_bounded_batches_oldest_first,
             retention::prune_ages_from_settling_and_keeps_fresh_dead_letters,
+            submit::intent_records_its_handle_once_and_withdraws,
+            submit::a_late_handle_tracked_elsewhere_is_a_duplicate,
         );
     };
 }
