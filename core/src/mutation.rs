@@ -115,11 +115,21 @@ pub enum Mutant {
     /// no compatibility decomposition, no dropping of invisible characters, marks and fillers,
     /// no look-alikes, so a full-width, look-alike or invisibly split tag or marker stays live.
     NeutraliserSkipsNormalisation,
+    /// A task remembers only the latest answered request id of its input request, as before
+    /// DOMAIN §6's at-most-once rule covered questions asked together: q0, q1, then q0 again is
+    /// recorded and sent a second time.
+    AnsweredSetKeepsLatestOnly,
+    /// Ending the cancel work makes the next poll due at once, although the poll lease it
+    /// voided may still be calling the server: two remote polls of one task run at once.
+    CancelEndPollsAtOnce,
+    /// One poll answer that cannot be decoded (a proxy's page, a cut stream) ends the task
+    /// `failed` at once instead of after [`crate::policy::MALFORMED_STRIKES`] in a row.
+    MalformedEndsAtOnce,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 38] = [
+    pub const ALL: [Mutant; 40] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -158,6 +168,11 @@ impl Mutant {
         Mutant::OwedHandleGivenUp,
         Mutant::InterruptedRunForgotten,
         Mutant::NeutraliserSkipsNormalisation,
+        Mutant::AnsweredSetKeepsLatestOnly,
+        Mutant::CancelEndPollsAtOnce,
+        // `MalformedEndsAtOnce` is planted but not in the table: the simulated servers never
+        // answer a poll with an undecodable page yet (the production-code issue brings the real
+        // wire), so core's unit tests catch it (transitions::poll).
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -205,6 +220,9 @@ impl Mutant {
             Mutant::OwedHandleGivenUp => "owed-handle-given-up",
             Mutant::InterruptedRunForgotten => "interrupted-run-forgotten",
             Mutant::NeutraliserSkipsNormalisation => "neutraliser-skips-normalisation",
+            Mutant::AnsweredSetKeepsLatestOnly => "answered-set-keeps-latest-only",
+            Mutant::CancelEndPollsAtOnce => "cancel-end-polls-at-once",
+            Mutant::MalformedEndsAtOnce => "malformed-ends-at-once",
         }
     }
 

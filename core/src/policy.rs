@@ -8,6 +8,11 @@ pub const FAILURE_BUDGET: u32 = 5;
 pub const CANCEL_BUDGET: u32 = 5;
 /// Consecutive poll errors from which tracking is degraded (DOMAIN §4).
 pub const DEGRADED_AFTER: u32 = 3;
+
+/// Polls in a row whose answers could not be decoded before the task is ended `failed` with a
+/// protocol error (DOMAIN §3): a proxy's error page or a stream cut during a deploy passes, a
+/// server that keeps answering nonsense does not.
+pub const MALFORMED_STRIKES: u32 = 5;
 /// The exponent of the poll backoff stops growing here (DOMAIN §4).
 pub const BACKOFF_EXPONENT_CAP: u32 = 16;
 /// The earliest next poll of an `input_required` task (DOMAIN §4).

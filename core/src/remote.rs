@@ -84,6 +84,9 @@ pub enum ErrorClass {
     Server,
     /// The server asked us to slow down.
     RateLimited,
+    /// The answer could not be decoded (a proxy's page, a cut stream, an unexpected content
+    /// type): passing until it repeats ([`crate::policy::MALFORMED_STRIKES`]).
+    Malformed,
 }
 
 impl ErrorClass {
@@ -94,6 +97,7 @@ impl ErrorClass {
             ErrorClass::Connection => "connection",
             ErrorClass::Server => "server",
             ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Malformed => "malformed",
         }
     }
 }

@@ -114,6 +114,7 @@ fn error_class(s: &str) -> Option<ErrorClass> {
         "connection" => Some(ErrorClass::Connection),
         "server" => Some(ErrorClass::Server),
         "rate_limited" => Some(ErrorClass::RateLimited),
+        "malformed" => Some(ErrorClass::Malformed),
         _ => None,
     }
 }

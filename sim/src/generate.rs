@@ -121,6 +121,10 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     // Answers too: seeds whose scripts ask nothing keep every other part of their plan.
     let mut answering = ChaCha8Rng::seed_from_u64(seed ^ ANSWER_STREAM);
     user.extend(answers(&mut answering, &tasks, owners));
+    // Steps that ask several questions at once, answered out of order and one of them again,
+    // from a stream of their own.
+    let mut asking = ChaCha8Rng::seed_from_u64(seed ^ QUESTIONS_STREAM);
+    user.extend(several_questions(&mut asking, &mut tasks));
     // And the servers' ways of answering cancels, with the late cancels that meet a legacy
     // server's "already terminal".
     let mut cancelling = ChaCha8Rng::seed_from_u64(seed ^ CANCEL_STREAM);
@@ -349,6 +353,7 @@ fn task_outages(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<Fault> {
         after_ms: ends_ms - t.submit_at_ms,
         status: ScriptStatus::Completed,
         text: Some(Content::Plain("all green".into())),
+        questions: 1,
     }];
     t.quirk = None;
     let down = |at_ms: u64, for_ms: u64| Fault {
@@ -498,6 +503,7 @@ fn self_cancels(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan], faults: &[Fault]) 
             after_ms,
             status: ScriptStatus::Cancelled,
             text: None,
+            questions: 1,
         });
         if rng.random_bool(0.4) {
             out.push(UserAction::Cancel {
@@ -569,6 +575,7 @@ fn answers(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], owners: u32) -> Vec<UserAct
                     task: t.n,
                     at_ms: (asked_at + rng.random_range(0..8_000)).min(LAST_MS - 1),
                     by_owner: Some((t.owner + 1) % owners.max(2)),
+                    question: 0,
                 });
             }
             if rng.random_bool(0.7) {
@@ -576,6 +583,7 @@ fn answers(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], owners: u32) -> Vec<UserAct
                     task: t.n,
                     at_ms: (asked_at + rng.random_range(0..8_000)).min(LAST_MS - 1),
                     by_owner: None,
+                    question: 0,
                 });
             }
             let moves_on = t.steps.iter().find(|s| s.after_ms > step.after_ms);
@@ -588,11 +596,59 @@ fn answers(rng: &mut ChaCha8Rng, tasks: &[TaskPlan], owners: u32) -> Vec<UserAct
                     task: t.n,
                     at_ms: at_ms.min(LAST_MS - 1),
                     by_owner: None,
+                    question: 0,
                 });
             }
         }
     }
     out
+}
+
+/// Mixed into the seed for the steps that ask several questions ("questns" in ASCII).
+const QUESTIONS_STREAM: u64 = 0x0071_7565_7374_6e73;
+
+/// Questions an asking step draws when it asks several at once: enough that one stays open
+/// after two were answered, so an earlier one can be answered again while the step still asks.
+const SEVERAL: u32 = 3;
+
+/// On two asking steps in five, the step asks [`SEVERAL`] questions at once (one input request
+/// naming each), and its owner answers them one after another a few seconds apart, in a drawn
+/// order that mostly answers the first one again after the second (DOMAIN §6: each question is
+/// answered at most once, whatever was answered in between).
+fn several_questions(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<UserAction> {
+    let mut out = Vec::new();
+    for t in tasks.iter_mut() {
+        for step in t.steps.iter_mut() {
+            if step.status != ScriptStatus::InputRequired || !rng.random_bool(0.4) {
+                continue;
+            }
+            step.questions = SEVERAL;
+            let mut at_ms = t.submit_at_ms + step.after_ms + rng.random_range(1_000..4_000);
+            for question in answer_order(rng) {
+                out.push(UserAction::Answer {
+                    task: t.n,
+                    at_ms: at_ms.min(LAST_MS - 1),
+                    by_owner: None,
+                    question,
+                });
+                at_ms += rng.random_range(2_000..8_000);
+            }
+        }
+    }
+    out
+}
+
+/// The order in which an owner answers the [`SEVERAL`] questions of one step: a first, a
+/// second, then (seven times in ten) the first again, then the rest.
+fn answer_order(rng: &mut ChaCha8Rng) -> Vec<u32> {
+    let first = rng.random_range(0..SEVERAL);
+    let second = (first + rng.random_range(1..SEVERAL)) % SEVERAL;
+    let mut order = vec![first, second];
+    if rng.random_bool(0.7) {
+        order.push(first);
+    }
+    order.extend((0..SEVERAL).filter(|q| *q != first && *q != second));
+    order
 }
 
 /// On four seeds in five, an operator requeues dead letters: of tasks on a deleted thread some
@@ -770,6 +826,7 @@ fn script(rng: &mut ChaCha8Rng, budget_ms: u64, hostile: &[&str]) -> Vec<Step> {
             after_ms: at,
             status,
             text,
+            questions: 1,
         });
     }
     at += rng.random_range(2_000..40_000);
@@ -787,6 +844,7 @@ fn script(rng: &mut ChaCha8Rng, budget_ms: u64, hostile: &[&str]) -> Vec<Step> {
                     after_ms: at,
                     status,
                     text,
+                    questions: 1,
                 });
             }
         }

@@ -98,6 +98,22 @@ pub struct Step {
     pub status: ScriptStatus,
     /// Result, error or input request text for this status (may be hostile).
     pub text: Option<Content>,
+    /// How many questions an `input_required` step asks at once, all named in its one input
+    /// request ([`request_ids`]); the step asks until every one is answered. At least 1.
+    #[serde(default = "one_question", skip_serializing_if = "is_one_question")]
+    pub questions: u32,
+}
+
+fn one_question() -> u32 {
+    1
+}
+
+fn is_one_question(n: &u32) -> bool {
+    *n == 1
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A scripted remote status (never `submitted`: that one is local).
@@ -240,24 +256,46 @@ pub enum UserAction {
         at_ms: u64,
         /// The intruding owner, for a foreign answer.
         by_owner: Option<u32>,
+        /// Which of the step's questions is answered (0 for the first; an index past the
+        /// step's questions answers the first).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        question: u32,
     },
 }
 
-/// The request id the remote server gives the question of script step `step`.
+/// The request id the remote server gives the first question of script step `step`.
 pub fn request_id(step: usize) -> String {
-    format!("q{step}")
+    request_id_of(step, 0)
 }
 
-/// The request id of the step `plan`'s script is at `at_ms` into the run (the step's own id,
-/// whatever its status: an answer to a step that asks nothing is the user's mistake to make).
-pub fn request_id_at(plan: &TaskPlan, at_ms: u64) -> String {
+/// The request id of question `question` of script step `step`: `q{step}` for the first,
+/// `q{step}_{question}` for the others.
+pub fn request_id_of(step: usize, question: u32) -> String {
+    match question {
+        0 => format!("q{step}"),
+        k => format!("q{step}_{k}"),
+    }
+}
+
+/// The request ids of every question script step `step` asks, in order.
+pub fn request_ids(step: usize, questions: u32) -> Vec<String> {
+    (0..questions.max(1))
+        .map(|k| request_id_of(step, k))
+        .collect()
+}
+
+/// The request id of question `question` of the step `plan`'s script is at `at_ms` into the
+/// run (the step's own ids, whatever its status: an answer to a step that asks nothing is the
+/// user's mistake to make; a question past the step's count is its first).
+pub fn request_id_at(plan: &TaskPlan, at_ms: u64, question: u32) -> String {
     let elapsed = at_ms.saturating_sub(plan.submit_at_ms);
     let step = plan
         .steps
         .iter()
         .rposition(|s| s.after_ms <= elapsed)
         .unwrap_or(0);
-    request_id(step)
+    let asked = plan.steps.get(step).map_or(1, |s| s.questions);
+    request_id_of(step, if question < asked { question } else { 0 })
 }
 
 impl UserAction {

@@ -177,7 +177,9 @@ pub async fn cancel_dead_letter_is_polled_until_end_delivered<S: Store>(s: &S) {
 }
 
 /// A poll claimed before the cancel work ended (acknowledged or dead-lettered) never applies its
-/// result, nor its release, even with its lease unexpired; a poll claimed afterwards does.
+/// result, nor its release, even with its lease unexpired; the next poll is due no earlier than
+/// that lease's expiry (its holder may still be calling the server); a poll claimed afterwards
+/// applies.
 pub async fn cancel_ended_refuses_stale_poll<S: Store>(s: &S) {
     for id in ["ack", "dead"] {
         s.insert_task(submitted(id, t(0))).await.unwrap();
@@ -232,9 +234,19 @@ pub async fn cancel_ended_refuses_stale_poll<S: Store>(s: &S) {
             "{id}: no stale release"
         );
     }
-    // A poll claimed after the cancel ended applies ("dead" was due first: at t(0)).
+    // While the voided lease could still be calling the server, no new poll is claimed: both
+    // are due at its expiry, t(60).
+    let early = claim(s, LeaseKind::Poll, "w2", t(59), 10).await;
+    assert!(
+        early.is_empty(),
+        "a second poll would overlap the stale one"
+    );
+    for id in ["ack", "dead"] {
+        assert_eq!(row(s, id).await.poll.next_poll_at, Some(t(60)), "{id}");
+    }
+    // A poll claimed after the cancel ended applies.
     let fresh = claim(s, LeaseKind::Poll, "w2", t(100), 10).await;
-    assert_eq!(ids(&fresh), ["dead", "ack"]);
+    assert_eq!(ids(&fresh), ["ack", "dead"]);
     assert!(fresh.iter().all(|c| c.lease.token.0 == 2));
     let writes = fresh
         .iter()

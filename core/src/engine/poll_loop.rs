@@ -9,7 +9,7 @@
 use super::intent::IntentStep;
 use super::{Engine, LocalDeadline, LoopReport};
 use crate::lease::LeaseKind;
-use crate::policy::{bounded, DEGRADED_AFTER, MAX_STORED_ERROR};
+use crate::policy::DEGRADED_AFTER;
 use crate::ports::{Clock, Driver, DriverError, Launcher};
 use crate::remote::{ErrorClass, PollError};
 use crate::snapshot::{self, ProtocolError};
@@ -144,10 +144,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 poll::on_report(&c.row, Err(ProtocolError::UnknownTask), at, &self.policy)
             }
             Err(DriverError::Malformed(detail)) => {
-                let detail = bounded(&snapshot::storable(&detail, handle), MAX_STORED_ERROR);
-                let broken = ProtocolError::Malformed(detail);
-                log_protocol_error(c, &broken);
-                poll::on_report(&c.row, Err(broken), at, &self.policy)
+                let detail = snapshot::storable(&detail, handle);
+                let update = poll::on_malformed(&c.row, &detail, at, &self.policy);
+                if update.remote.status.is_terminal() {
+                    log_protocol_error(c, &ProtocolError::Malformed(detail));
+                }
+                update
             }
             Err(DriverError::Unavailable { class, message }) => {
                 let error = PollError {

@@ -91,7 +91,8 @@ fn record_answer(row: &mut TaskRow, request_id: &str, text: &str, now: Timestamp
     {
         return RecordResult::NotAsked;
     }
-    let mut answered = still_asked(&row.answer.answered, row.remote.input_request.as_deref());
+    let answered = still_asked(&row.answer.answered, row.remote.input_request.as_deref());
+    let mut answered = planted_latest_only(answered);
     if answered.iter().any(|id| id == request_id) || answered.len() >= MAX_ANSWERED_REQUESTS {
         return RecordResult::AlreadyAnswered;
     }
@@ -121,6 +122,15 @@ fn still_asked(answered: &[String], input_request: Option<&str>) -> Vec<String> 
         .filter(|id| asks_for(input_request, id))
         .cloned()
         .collect()
+}
+
+/// `answered`, or — under the planted [`Mutant::AnsweredSetKeepsLatestOnly`] — only its last id.
+fn planted_latest_only(answered: Vec<String>) -> Vec<String> {
+    if mutation::active(Mutant::AnsweredSetKeepsLatestOnly) {
+        answered.last().cloned().into_iter().collect()
+    } else {
+        answered
+    }
 }
 
 /// What the poll claim with `token` does to the answer (called inside every poll claim): a

@@ -96,7 +96,9 @@ pub enum CancelAction {
 /// Every action that ends the cancel work (finished, acknowledged, budget spent) also clears
 /// the poll lease: polling resumes after an acknowledgement or a dead letter, and a poll
 /// claimed before this write — its result computed before the cancel settled — must never
-/// apply; with its lease gone the poll guard refuses it (and its release) as not held.
+/// apply; with its lease gone the poll guard refuses it (and its release) as not held. Its
+/// holder may still be calling the remote server until that lease's expiry, so the next poll
+/// is due no earlier than it: never two remote polls of one task at once.
 pub fn apply(
     row: &mut TaskRow,
     action: CancelAction,
@@ -115,6 +117,24 @@ fn apply_action(
     policy: &Policy,
 ) -> Option<Recorded> {
     row.cancel.lease = None;
+    let voided_until = row.poll.lease.as_ref().map(|l| l.expires_at);
+    let voided_until = voided_until.filter(|_| !mutation::active(Mutant::CancelEndPollsAtOnce));
+    let recorded = apply_outcome(row, action, now, policy);
+    if !in_progress(row) {
+        row.poll.next_poll_at = row
+            .poll
+            .next_poll_at
+            .map(|next| voided_until.map_or(next, |until| next.max(until)));
+    }
+    recorded
+}
+
+fn apply_outcome(
+    row: &mut TaskRow,
+    action: CancelAction,
+    now: Timestamp,
+    policy: &Policy,
+) -> Option<Recorded> {
     match action {
         CancelAction::Finished(update) | CancelAction::Acknowledged(update) => {
             end_work(row, CancelStatus::Done);

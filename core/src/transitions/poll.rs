@@ -6,9 +6,10 @@ use crate::event::{Event, Fingerprint};
 use crate::invariants::debug_check_row;
 use crate::mutation::{self, Mutant};
 use crate::policy::{
-    bounded, Policy, DEGRADED_AFTER, INPUT_REQUIRED_FLOOR, MAX_POLL_DELAY, MAX_STORED_ERROR,
+    bounded, Policy, DEGRADED_AFTER, INPUT_REQUIRED_FLOOR, MALFORMED_STRIKES, MAX_POLL_DELAY,
+    MAX_STORED_ERROR,
 };
-use crate::remote::{PollError, RemoteState};
+use crate::remote::{ErrorClass, PollError, RemoteState};
 use crate::snapshot::{Observed, ProtocolError};
 use crate::status::RemoteStatus;
 use crate::task::TaskRow;
@@ -104,6 +105,43 @@ pub fn on_failure(row: &TaskRow, error: PollError, at: Timestamp, policy: &Polic
     }
 }
 
+/// The update after a poll whose answer could not be decoded (`detail`: storable, redacted):
+/// a failed poll of class [`ErrorClass::Malformed`], backed off like any failure — a proxy's
+/// page or a cut stream passes — until this is the [`MALFORMED_STRIKES`]th failed poll of a run
+/// whose latest failure before it was malformed too; then the protocol error ends the task
+/// `failed`.
+pub fn on_malformed(row: &TaskRow, detail: &str, at: Timestamp, policy: &Policy) -> PollUpdate {
+    let detail = bounded(detail, MAX_STORED_ERROR);
+    let last_malformed = row
+        .poll
+        .last_error
+        .as_ref()
+        .is_some_and(|e| e.class == ErrorClass::Malformed);
+    let failed_before = if last_malformed {
+        row.poll.consecutive_errors
+    } else {
+        0
+    };
+    if failed_before.saturating_add(1) >= planted_strikes(MALFORMED_STRIKES) {
+        return on_report(row, Err(ProtocolError::Malformed(detail)), at, policy);
+    }
+    let error = PollError {
+        class: ErrorClass::Malformed,
+        message: detail,
+    };
+    on_failure(row, error, at, policy)
+}
+
+/// `strikes`, or — under the planted [`Mutant::MalformedEndsAtOnce`] — 1: one undecodable
+/// answer ends a healthy task, as before DOMAIN §3 counted it as passing.
+fn planted_strikes(strikes: u32) -> u32 {
+    if mutation::active(Mutant::MalformedEndsAtOnce) {
+        1
+    } else {
+        strikes
+    }
+}
+
 /// Writes a guarded poll update onto the row, releases the poll lease and records the event.
 pub fn apply(row: &mut TaskRow, update: PollUpdate, now: Timestamp) -> Recorded {
     row.remote = update.remote;
@@ -125,4 +163,74 @@ pub fn release(row: &mut TaskRow, retry_at: Timestamp) {
         row.poll.next_poll_at = Some(retry_at);
     }
     debug_check_row(row);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::test_support::row;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_micros(secs * 1_000_000)
+    }
+
+    /// Applies `update` the way a store does, for the next poll to read.
+    fn applied(mut r: TaskRow, update: PollUpdate) -> TaskRow {
+        r.remote = update.remote;
+        r.poll.consecutive_errors = update.consecutive_errors;
+        r.poll.last_error = update.last_error;
+        r.poll.next_poll_at = update.next_poll_at;
+        r
+    }
+
+    /// A proxy's page or a cut stream passes: [`MALFORMED_STRIKES`] − 1 undecodable answers in
+    /// a row leave the task working (backed off, the class visible); the next one ends it.
+    #[test]
+    fn malformed_answers_end_a_task_only_when_they_repeat() {
+        let policy = Policy::default();
+        let mut r = row("t1", "task", RemoteStatus::Working, 1_000);
+        for n in 1..MALFORMED_STRIKES {
+            let update = on_malformed(&r, "<html>502 Bad Gateway</html>", at(n.into()), &policy);
+            assert_eq!(update.remote.status, RemoteStatus::Working, "strike {n}");
+            assert_eq!(update.consecutive_errors, n);
+            let class = update.last_error.as_ref().map(|e| e.class);
+            assert_eq!(class, Some(ErrorClass::Malformed));
+            assert!(update.next_poll_at.is_some(), "polled again");
+            r = applied(r, update);
+        }
+        let update = on_malformed(&r, "<html>502 Bad Gateway</html>", at(99), &policy);
+        assert_eq!(update.remote.status, RemoteStatus::Failed);
+        let error = update.remote.error.unwrap_or_default();
+        assert!(error.contains("malformed payload: <html>"), "{error}");
+    }
+
+    /// The run counts only when the failure before was malformed too: timeouts then one page
+    /// leave the task working; a decoded report starts the count again.
+    #[test]
+    fn a_malformed_answer_after_other_failures_or_a_report_starts_a_new_count() {
+        let policy = Policy::default();
+        let mut r = row("t1", "task", RemoteStatus::Working, 1_000);
+        r.poll.consecutive_errors = MALFORMED_STRIKES + 2;
+        r.poll.last_error = Some(PollError {
+            class: ErrorClass::Timeout,
+            message: "timed out".into(),
+        });
+        let update = on_malformed(&r, "cut stream", at(5), &policy);
+        assert_eq!(update.remote.status, RemoteStatus::Working);
+        r.poll.consecutive_errors = 0;
+        r.poll.last_error = None;
+        let update = on_malformed(&r, "cut stream", at(6), &policy);
+        assert_eq!(update.remote.status, RemoteStatus::Working);
+    }
+
+    /// The planted bug ends the task on its first undecodable answer: the strike test above
+    /// fails under it.
+    #[cfg(feature = "mutations")]
+    #[test]
+    fn under_the_planted_bug_one_malformed_answer_ends_the_task() {
+        let _on = mutation::activate(Some(Mutant::MalformedEndsAtOnce));
+        let r = row("t1", "task", RemoteStatus::Working, 1_000);
+        let update = on_malformed(&r, "cut stream", at(1), &Policy::default());
+        assert_eq!(update.remote.status, RemoteStatus::Failed);
+    }
 }

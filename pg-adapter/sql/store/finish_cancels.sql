@@ -123,9 +123,15 @@ updated AS (
         remote_observed_at = CASE
             WHEN checked.snapshot_applies THEN checked.remote_observed_at
             ELSE task.remote_observed_at END,
+        -- ... and the next poll is due no earlier than that lease's expiry (its holder may
+        -- still be calling the server): never two remote polls at once
         poll_next_at = CASE
-            WHEN checked.snapshot_applies THEN checked.next_poll_at
-            ELSE task.poll_next_at END,
+            WHEN checked.action = 'failed' THEN task.poll_next_at
+            WHEN checked.snapshot_applies AND checked.next_poll_at IS NULL THEN NULL
+            WHEN checked.snapshot_applies
+                THEN GREATEST(checked.next_poll_at, task.poll_lease_expires_at)
+            WHEN task.poll_next_at IS NULL THEN NULL
+            ELSE GREATEST(task.poll_next_at, task.poll_lease_expires_at) END,
         poll_consecutive_errors = CASE
             WHEN checked.snapshot_applies THEN checked.consecutive_errors
             ELSE task.poll_consecutive_errors END,

@@ -2,9 +2,10 @@
 //!
 //! A task's state is a pure function of its script, its quirk, when it was cancelled, which
 //! of its questions were answered and the current time. A question (an `input_required` step)
-//! names its request id `[q{step}]`; an answer to it lets the job carry on (`working`) until
-//! the script's next step, and an answer naming no open question is taken and ignored, as the
-//! real servers do. Terminal states, cancellation and quirks are absorbing, so any report served
+//! names its request ids (`[q{step}]`, and `[q{step}_{k}]` for each further question the step
+//! asks at once); once every one is answered the job carries on (`working`) until the script's
+//! next step, and an answer naming no open question (or one already answered) is taken and
+//! ignored, as the real servers do. Terminal states, cancellation and quirks are absorbing, so any report served
 //! after the task settled is the same — a stale poll can never make the last report differ
 //! from the state the engine applied.
 
@@ -12,7 +13,7 @@ use crate::ctx::{now_ms, Ctx};
 use crate::fault::{FaultKind, Service};
 use crate::history::{Event, RemoteOp};
 use crate::naming::{task_label, task_number};
-use crate::plan::{request_id, CancelStyle, Content, QuirkKind, ScriptStatus, TaskPlan};
+use crate::plan::{request_ids, CancelStyle, Content, QuirkKind, ScriptStatus, TaskPlan};
 use crate::wire::mcp::{McpAnswer, McpRequest, WireHint, WireReport, WireText};
 use crate::wire::rpc::{serve, Reply};
 use rand::RngCore;
@@ -40,19 +41,26 @@ pub struct RemoteTask {
     pub cancelled_ms: Option<u64>,
     /// Statuses served so far, consecutive repeats collapsed.
     pub served: Vec<&'static str>,
-    /// Questions answered: (script step, when).
-    pub answered: Vec<(usize, u64)>,
+    /// Questions answered: (script step, request id, when).
+    pub answered: Vec<(usize, String, u64)>,
     /// Status polls answered with a transient error in a row, and how many such runs reached
     /// the engine's degradation threshold (for coverage: degraded, recovered, degraded again).
     pub failing: (u32, u32),
 }
 
 impl RemoteTask {
-    /// Whether the question of script step `step` was answered by `t_ms`.
-    fn answered_by(&self, step: usize, t_ms: u64) -> bool {
+    /// Whether request `request_id` of script step `step` was answered by `t_ms`.
+    fn answered_by(&self, step: usize, request_id: &str, t_ms: u64) -> bool {
         self.answered
             .iter()
-            .any(|(s, at)| *s == step && *at <= t_ms)
+            .any(|(s, id, at)| *s == step && id == request_id && *at <= t_ms)
+    }
+
+    /// Whether every one of the `questions` of script step `step` was answered by `t_ms`.
+    fn all_answered_by(&self, step: usize, questions: u32, t_ms: u64) -> bool {
+        request_ids(step, questions)
+            .iter()
+            .all(|id| self.answered_by(step, id, t_ms))
     }
 }
 
@@ -119,15 +127,22 @@ fn scripted(plan: &TaskPlan, elapsed_ms: u64) -> (Option<usize>, ScriptStatus, O
         })
 }
 
+/// How many questions script step `step` of `plan` asks at once.
+fn questions_of(plan: &TaskPlan, step: usize) -> u32 {
+    plan.steps.get(step).map_or(1, |s| s.questions.max(1))
+}
+
 /// The status the server reports, as seen at `t_ms`.
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub enum View<'a> {
     /// A scripted status with its text (never `input_required`: see `Asking`).
     Scripted(ScriptStatus, Option<&'a Content>),
-    /// The question of script step `step`, not answered yet.
+    /// The questions of script step `step`, not all answered yet.
     Asking {
-        /// The script step (its request id is `q{step}`).
+        /// The script step (its request ids are [`request_ids`]).
         step: usize,
+        /// How many questions it asks.
+        questions: u32,
         /// The question's text.
         text: Option<&'a Content>,
     },
@@ -192,17 +207,29 @@ pub fn view_at<'a>(task: &RemoteTask, plan: &'a TaskPlan, t_ms: u64) -> View<'a>
         };
     }
     match scripted(plan, age) {
-        (Some(step), ScriptStatus::InputRequired, _) if task.answered_by(step, t_ms) => {
-            View::Scripted(ScriptStatus::Working, None)
+        (Some(step), ScriptStatus::InputRequired, text) => {
+            let questions = questions_of(plan, step);
+            if task.all_answered_by(step, questions, t_ms) {
+                View::Scripted(ScriptStatus::Working, None)
+            } else {
+                View::Asking {
+                    step,
+                    questions,
+                    text,
+                }
+            }
         }
-        (Some(step), ScriptStatus::InputRequired, text) => View::Asking { step, text },
         (_, status, text) => View::Scripted(status, text),
     }
 }
 
-/// A question's text on the wire: its content (or a default) naming its request id.
-fn question(text: Option<WireText>, step: usize) -> WireText {
-    let id = format!(" [{}]", request_id(step));
+/// A question's text on the wire: its content (or a default) naming every request id of the
+/// step, answered or not (one input request, as an elicitation form with several fields).
+fn question(text: Option<WireText>, step: usize, questions: u32) -> WireText {
+    let id: String = request_ids(step, questions)
+        .iter()
+        .map(|id| format!(" [{id}]"))
+        .collect();
     match text.unwrap_or_else(|| WireText::Utf8("please confirm".into())) {
         WireText::Utf8(s) => WireText::Utf8(s + &id),
         WireText::Bytes(mut b) => {
@@ -266,8 +293,12 @@ pub fn report(t: &RemoteTask, plan: &TaskPlan, view: View<'_>) -> McpAnswer {
                 ScriptStatus::Cancelled => {}
             }
         }
-        View::Asking { step, text } => {
-            r.input_request = Some(question(text.map(|c| render(c, t)), step));
+        View::Asking {
+            step,
+            questions,
+            text,
+        } => {
+            r.input_request = Some(question(text.map(|c| render(c, t)), step, questions));
         }
         View::Cancelled => {}
         View::Quirk(q) => match q {
@@ -615,12 +646,17 @@ fn take_answer(
         .plan
         .task(task.n)
         .and_then(|plan| match view_at(task, plan, t) {
-            View::Asking { step, .. } => Some(step),
+            View::Asking {
+                step, questions, ..
+            } => Some((step, questions)),
             _ => None,
         });
-    let step = asking.filter(|s| request_id == crate::plan::request_id(*s));
+    let step = asking
+        .filter(|(s, questions)| request_ids(*s, *questions).contains(&request_id))
+        .map(|(s, _)| s)
+        .filter(|s| !task.answered_by(*s, &request_id, t));
     if let Some(step) = step {
-        task.answered.push((step, t));
+        task.answered.push((step, request_id.clone(), t));
     }
     let label = Some(task_label(task.n));
     ctx.exercised(

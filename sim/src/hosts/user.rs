@@ -282,11 +282,13 @@ async fn act(
             task,
             at_ms,
             by_owner,
+            question,
         } => {
             let (Some(id), Some(plan)) = (id_of(task), ctx.plan.task(task)) else {
                 return;
             };
-            answer(ctx, engine, plan, id, at_ms, by_owner).await;
+            let request_id = request_id_at(plan, at_ms, question);
+            answer(ctx, engine, plan, id, (request_id, at_ms), by_owner).await;
         }
         UserAction::List { owner, thread, .. } => {
             let victim = scope(owner, thread);
@@ -332,15 +334,15 @@ async fn look(ctx: &Arc<Ctx>, engine: &SimEngine, by: String, scope: &Scope) {
     ctx.history.record(USER_HOST, None, event);
 }
 
-/// Answers the question `plan`'s script asks at `at_ms`: as its owner, or as owner `by_owner`
-/// presenting the victim's exact thread, task id and request id. The answer text names who
+/// Answers request `request_id` of the question `plan`'s script asks at `at_ms`: as its owner,
+/// or as owner `by_owner` presenting the victim's exact thread, task id and request id. The answer text names who
 /// sent it and is a secret: it may reach the remote server and nothing else.
 async fn answer(
     ctx: &Arc<Ctx>,
     engine: &SimEngine,
     plan: &TaskPlan,
     id: TaskId,
-    at_ms: u64,
+    (request_id, at_ms): (String, u64),
     by_owner: Option<u32>,
 ) {
     let mut s = scope(plan.owner, plan.thread);
@@ -349,7 +351,6 @@ async fn answer(
         s.owner = owner_name(intruder).into();
     }
     let by = s.owner.to_string();
-    let request_id = request_id_at(plan, at_ms);
     let text = format!("answer-SECRET-{by}-{}-{request_id}-{at_ms}", plan.n);
     let label = Some(task_label(plan.n));
     ctx.history.record(
