@@ -369,11 +369,32 @@ async fn malformed_payload_detail_is_bounded_when_stored_and_when_shown() {
     let w = World::with_thread().await;
     let e = w.engine("w1");
     let id = w.submit(&e, "build", REMOTE, None).await;
-    w.driver
-        .on_status(REMOTE, [Err(DriverError::Malformed("z".repeat(20_000)))]);
+    let strikes = tasklatch_core::policy::MALFORMED_STRIKES;
+    let malformed = (0..strikes).map(|_| Err(DriverError::Malformed("z".repeat(20_000))));
+    w.driver.on_status(REMOTE, malformed);
+    for strike in 1..strikes {
+        e.run_once().await;
+        let row = w.row(&id).await;
+        assert_eq!(
+            row.remote.status,
+            RemoteStatus::Submitted,
+            "strike {strike} passes"
+        );
+        let kept = row.poll.last_error.expect("the failure is kept").message;
+        assert_eq!(
+            kept.chars().count(),
+            MAX_STORED_ERROR,
+            "bounded while passing"
+        );
+        w.advance(3_600);
+    }
     e.run_once().await;
     let row = w.row(&id).await;
-    assert_eq!(row.remote.status, RemoteStatus::Failed);
+    assert_eq!(
+        row.remote.status,
+        RemoteStatus::Failed,
+        "the fifth in a row ends it"
+    );
     let stored = row.remote.error.clone().expect("error");
     assert!(stored.starts_with("protocol error: malformed payload"));
     assert_eq!(stored.chars().count(), MAX_STORED_ERROR);

@@ -173,7 +173,8 @@ fn class() -> impl Strategy<Value = ErrorClass> {
         Just(ErrorClass::Timeout),
         Just(ErrorClass::Connection),
         Just(ErrorClass::Server),
-        Just(ErrorClass::RateLimited)
+        Just(ErrorClass::RateLimited),
+        Just(ErrorClass::Malformed)
     ]
 }
 

@@ -246,7 +246,7 @@ fn poll_pick() -> impl Strategy<Value = PollPick> {
     prop_oneof![
         2 => Just(PollPick::Same),
         3 => (status(), text()).prop_map(|(status, text)| PollPick::Report { status, text }),
-        2 => (prop_oneof![5 => Just(0usize), 1 => 1usize..4], error_text())
+        2 => (prop_oneof![5 => Just(0usize), 1 => 1usize..5], error_text())
             .prop_map(|(class, text)| PollPick::Failure { class, text }),
     ]
 }
@@ -436,7 +436,8 @@ fn poll_update(c: &Claimed, pick: &PollPick, at: Timestamp) -> poll::PollUpdate 
                     ErrorClass::Connection,
                     ErrorClass::Server,
                     ErrorClass::RateLimited,
-                ][*class % 4],
+                    ErrorClass::Malformed,
+                ][*class % 5],
                 message: text.clone(),
             },
             at,
