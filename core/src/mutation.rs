@@ -125,11 +125,14 @@ pub enum Mutant {
     /// One poll answer that cannot be decoded (a proxy's page, a cut stream) ends the task
     /// `failed` at once instead of after [`crate::policy::MALFORMED_STRIKES`] in a row.
     MalformedEndsAtOnce,
+    /// Retention deletes a dead letter as it deletes any settled row, at the ordinary age, as
+    /// before DOMAIN §10 kept dead letters until requeued or aged by their own, longer limit.
+    DeadLettersPrunedLikeAnyRow,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 40] = [
+    pub const ALL: [Mutant; 41] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -170,6 +173,7 @@ impl Mutant {
         Mutant::NeutraliserSkipsNormalisation,
         Mutant::AnsweredSetKeepsLatestOnly,
         Mutant::CancelEndPollsAtOnce,
+        Mutant::DeadLettersPrunedLikeAnyRow,
         // `MalformedEndsAtOnce` is planted but not in the table: the simulated servers never
         // answer a poll with an undecodable page yet (the production-code issue brings the real
         // wire), so core's unit tests catch it (transitions::poll).
@@ -223,6 +227,7 @@ impl Mutant {
             Mutant::AnsweredSetKeepsLatestOnly => "answered-set-keeps-latest-only",
             Mutant::CancelEndPollsAtOnce => "cancel-end-polls-at-once",
             Mutant::MalformedEndsAtOnce => "malformed-ends-at-once",
+            Mutant::DeadLettersPrunedLikeAnyRow => "dead-letters-pruned-like-any-row",
         }
     }
 

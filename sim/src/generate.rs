@@ -4,7 +4,7 @@
 use crate::fault::*;
 use crate::gateway_mode::GatewayMode;
 use crate::plan::*;
-use crate::timing::{LEASE_MS, SUBMIT_GRACE_SECS};
+use crate::timing::{LEASE_MS, MAX_BIG_SKEW, SUBMIT_GRACE_SECS};
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -973,7 +973,7 @@ fn big_skew(rng: &mut ChaCha8Rng, workers: u32) -> Option<Fault> {
     let worker = rng.random_range(0..workers);
     let at_ms = rng.random_range(2_000..LAST_MS);
     let for_ms = span(rng, 20_000, 60_000);
-    let magnitude = rng.random_range(8_000..30_000) as i64;
+    let magnitude = rng.random_range(8_000..MAX_BIG_SKEW.as_millis() as i32) as i64;
     let skew_ms = if rng.random_bool(0.5) {
         magnitude
     } else {

@@ -9,6 +9,9 @@ use tasklatch_core::policy::Policy;
 /// below it (which the guard lets through), between it and 3 s, and far beyond it (8–30 s).
 pub const MAX_SKEW_MS: u64 = 1_500;
 
+/// The largest clock skew a plan draws for a worker (the far-beyond-the-guard kind).
+pub const MAX_BIG_SKEW: Duration = Duration::from_secs(30);
+
 /// Call deadlines of the simulated clients.
 #[derive(Clone, Debug)]
 pub struct Timeouts {
@@ -30,6 +33,18 @@ pub const MAX_RUN_LIFE_SECS: u64 = 30;
 
 /// How often a worker lane runs a pass of its loops.
 pub const PASS_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long after it finished and settled a row is deleted by retention (the worker's
+/// `[retention] after_hours`, scaled down so that a run sees rows go).
+pub const RETENTION_AFTER: Duration = Duration::from_secs(20);
+
+/// How long a dead letter is kept unless an operator requeues it first (`[retention]
+/// dead_letter_after_hours`): longer than the operators' requeues of a plan come after the
+/// dead-lettering plus the largest clock skew, so every such requeue finds its dead letter.
+pub const DEAD_LETTERS_AFTER: Duration = Duration::from_secs(120);
+
+/// How often worker 0 runs a retention pass.
+pub const RETENTION_EVERY: Duration = Duration::from_secs(5);
 
 /// How long a simulated submit's intent waits for its handle: longer than any store outage a
 /// plan draws (so an acknowledged submit is always tracked), short enough that a submitter

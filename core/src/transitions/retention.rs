@@ -10,6 +10,7 @@
 //! Undelivered work is never deleted.
 
 use crate::lease::Lease;
+use crate::mutation::{self, Mutant};
 use crate::status::{CancelStatus, NotifyStatus};
 use crate::store::PruneRequest;
 use crate::task::TaskRow;
@@ -26,6 +27,8 @@ pub fn prunable(row: &TaskRow, req: &PruneRequest) -> bool {
         .max(settled.unwrap_or(row.remote.updated_at));
     let dead_letter_aged = row.outbox.status != NotifyStatus::DeadLetter
         || settled.is_some_and(|at| at < req.dead_letters_before);
+    let dead_letter_aged =
+        dead_letter_aged || mutation::active(Mutant::DeadLettersPrunedLikeAnyRow);
     row.remote.status.is_terminal()
         && aged < req.finished_before
         && dead_letter_aged

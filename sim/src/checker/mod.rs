@@ -17,6 +17,7 @@ mod landing;
 mod lease_margin;
 mod orphans;
 mod reading;
+mod retention;
 mod runs;
 mod seal;
 mod spacing;
@@ -200,6 +201,7 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     acknowledged::check(&facts, &mut v);
     spacing::check(&facts, &mut v);
     degraded::check(&facts, &mut v);
+    retention::check(&facts, &mut v);
     v
 }
 

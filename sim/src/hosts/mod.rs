@@ -5,6 +5,7 @@ pub mod db;
 pub mod gateway;
 pub mod langgraph;
 pub mod mcp;
+pub mod retention;
 pub mod spent_budget;
 pub mod user;
 pub mod worker;

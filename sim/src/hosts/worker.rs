@@ -11,6 +11,7 @@
 use crate::ctx::{now_ms, Ctx};
 use crate::fault::FaultKind;
 use crate::history::Event;
+use crate::hosts::retention::retention_loop;
 use crate::naming::{lane_name, worker_host};
 use crate::ports::{engine, Caller};
 use crate::timing::PASS_INTERVAL;
@@ -27,6 +28,9 @@ pub async fn host(ctx: Arc<Ctx>, worker: u32) -> turmoil::Result {
     let lanes: Vec<_> = (0..ctx.plan.lanes)
         .map(|lane| tokio::task::spawn_local(lane_loop(ctx.clone(), worker, lane)))
         .collect();
+    if worker == 0 {
+        tokio::task::spawn_local(retention_loop(ctx.clone(), worker));
+    }
     for lane in lanes {
         let _ = lane.await;
     }
