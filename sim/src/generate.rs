@@ -168,6 +168,8 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     // Disguised injections in the servers' texts, from a stream of their own.
     let mut disguising = ChaCha8Rng::seed_from_u64(seed ^ DISGUISE_STREAM);
     crate::disguise::disguise_texts(&mut disguising, &mut tasks);
+    // Retention on two seeds in three, from a stream of its own.
+    let retention = ChaCha8Rng::seed_from_u64(seed ^ RETENTION_STREAM).random_bool(2.0 / 3.0);
     Plan {
         seed,
         workers,
@@ -177,8 +179,12 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         user,
         faults,
         gateway: knobs.gateway,
+        retention,
     }
 }
+
+/// Mixed into the seed for whether retention runs ("retentio" in ASCII).
+const RETENTION_STREAM: u64 = 0x7265_7465_6e74_696f;
 
 /// The last instant scripts and user actions may use.
 const LAST_MS: u64 = CHAOS_MS - QUIET_TAIL_MS;

@@ -29,6 +29,10 @@ pub struct Plan {
     /// Which launcher peer the `gateway` host plays (absent: `ledger`).
     #[serde(default, skip_serializing_if = "GatewayMode::is_ledger")]
     pub gateway: GatewayMode,
+    /// Worker 0 runs retention passes ([`crate::hosts::retention`]); absent in older plans:
+    /// nothing is ever deleted, and their histories stay what they were.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub retention: bool,
 }
 
 /// A task: who submits it, when, and how the remote job behaves.

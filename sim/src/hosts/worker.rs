@@ -28,7 +28,7 @@ pub async fn host(ctx: Arc<Ctx>, worker: u32) -> turmoil::Result {
     let lanes: Vec<_> = (0..ctx.plan.lanes)
         .map(|lane| tokio::task::spawn_local(lane_loop(ctx.clone(), worker, lane)))
         .collect();
-    if worker == 0 {
+    if worker == 0 && ctx.plan.retention {
         tokio::task::spawn_local(retention_loop(ctx.clone(), worker));
     }
     for lane in lanes {
