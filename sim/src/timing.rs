@@ -41,7 +41,7 @@ pub const RETENTION_AFTER: Duration = Duration::from_secs(20);
 /// How long a dead letter is kept unless an operator requeues it first (`[retention]
 /// dead_letter_after_hours`): longer than the operators' requeues of a plan come after the
 /// dead-lettering plus the largest clock skew, so every such requeue finds its dead letter.
-pub const DEAD_LETTERS_AFTER: Duration = Duration::from_secs(120);
+pub const DEAD_LETTERS_AFTER: Duration = Duration::from_secs(150);
 
 /// How often worker 0 runs a retention pass.
 pub const RETENTION_EVERY: Duration = Duration::from_secs(5);

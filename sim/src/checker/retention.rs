@@ -1,8 +1,9 @@
 //! Retention keeps what an operator still needs (DOMAIN §10): a dead letter stays until it is
 //! requeued or has aged by the dead-letter age, counted from when it became one — never from
 //! the task's last remote change. Read from what the store answered: an operator's requeue
-//! that found no task at all, within [`SEEN_WITHIN`] of the write that dead-lettered it, means
-//! retention deleted a fresh dead letter.
+//! that found no task at all while the task was still a dead letter (no later write showed
+//! another status), within [`SEEN_WITHIN`] of the write that made it one, means retention
+//! deleted a fresh dead letter.
 
 use super::facts::Facts;
 use super::{Invariant, Verdict};
@@ -14,8 +15,10 @@ use tasklatch_core::status::NotifyStatus;
 use tasklatch_core::store::RequeueOutcome;
 
 /// A dead letter is certainly still kept this long after it became one: the dead-letter age
-/// less the largest clock skew of the retaining worker and a retention pass.
+/// less the largest clock skew twice (the dead-lettering worker's stamp and the retaining
+/// worker's clock) and a retention pass.
 const SEEN_WITHIN: Duration = DEAD_LETTERS_AFTER
+    .saturating_sub(MAX_BIG_SKEW)
     .saturating_sub(MAX_BIG_SKEW)
     .saturating_sub(Duration::from_secs(10));
 
@@ -25,10 +28,25 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         match &e.event {
             Event::StoreWrite { rows, .. } => {
                 for r in rows {
-                    if let Ok((_, _, NotifyStatus::DeadLetter)) = r.outcome {
-                        dead_lettered_us.insert(r.task_id.as_str(), e.at_us);
+                    match r.outcome {
+                        Ok((_, _, NotifyStatus::DeadLetter)) => {
+                            dead_lettered_us
+                                .entry(r.task_id.as_str())
+                                .or_insert(e.at_us);
+                        }
+                        Ok(_) => {
+                            dead_lettered_us.remove(r.task_id.as_str());
+                        }
+                        Err(_) => {}
                     }
                 }
+            }
+            Event::StoreRequeue {
+                task_id,
+                outcome: RequeueOutcome::Requeued(_),
+                ..
+            } => {
+                dead_lettered_us.remove(task_id.as_str());
             }
             Event::StoreRequeue {
                 task_id,
