@@ -4,32 +4,21 @@
 //! thread id), bounded and malformed input (never a 500), the whitelisted shapes (no planted
 //! secret in any answer), the OpenAPI document, metrics, liveness and readiness.
 
+mod support;
+
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tasklatch_core::engine::Engine;
-use tasklatch_core::ids::{OwnerId, RunId, SeededIds, ServerId, ThreadId, WorkerId};
-use tasklatch_core::mem_store::MemStore;
-use tasklatch_core::policy::Policy;
-use tasklatch_core::ports::{
-    Driver, DriverError, LaunchOutcome, Launcher, RunRequest, RunStatus, SubmitRequest, Submitted,
-};
+use support::{app_state, bearer, lazy_pool, mem_engine, send, EveryThread, MemEngine};
+use tasklatch_core::ids::ServerId;
+use tasklatch_core::ports::{Driver, DriverError, SubmitRequest, Submitted};
 use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
-use tasklatch_worker::api::health::Health;
-use tasklatch_worker::api::threads::{OwnerCheck, ThreadOwners};
-use tasklatch_worker::api::{openapi, router, AppState};
-use tasklatch_worker::clock::SystemClock;
-use tasklatch_worker::config::Auth;
-use tasklatch_worker::metrics::Metrics;
-use tasklatch_worker::token::hash_token;
-use tower::ServiceExt;
+use tasklatch_worker::api::router;
 
 const SECRET: &str = "RT-PLANTED-API-SECRET";
 const BODY_LIMIT: usize = 4 << 10;
@@ -103,28 +92,7 @@ impl Driver for PlantedDriver {
     }
 }
 
-type TestEngine = Engine<MemStore, PlantedDriver, IdleLauncher, SystemClock>;
-
-struct IdleLauncher;
-
-impl Launcher for IdleLauncher {
-    async fn start_run(&self, _: RunRequest) -> LaunchOutcome {
-        LaunchOutcome::Busy
-    }
-    async fn run_status(&self, _: &ThreadId, _: &RunId) -> Result<RunStatus, String> {
-        Ok(RunStatus::Pending)
-    }
-}
-
-/// Every thread belongs to its caller here: thread ownership has its own test
-/// (`submit_guards.rs`, against a real agent server).
-struct EveryThread;
-
-impl ThreadOwners for EveryThread {
-    fn usable<'a>(&'a self, _: &'a OwnerId, _: &'a ThreadId) -> OwnerCheck<'a> {
-        Box::pin(async { Ok(true) })
-    }
-}
+type TestEngine = MemEngine<PlantedDriver>;
 
 fn app() -> Router {
     app_and_engine().0
@@ -138,36 +106,13 @@ fn answers_sent(answers: &Answers) -> Vec<(String, String, String)> {
 fn app_and_engine() -> (Router, Arc<TestEngine>, Answers) {
     let driver = PlantedDriver::default();
     let answers = driver.1.clone();
-    let engine = Engine::new(
-        MemStore::new(Policy::default()),
-        driver,
-        IdleLauncher,
-        SystemClock,
-        WorkerId::from("api-test-0"),
-        Policy::default(),
-    );
-    let tokens = BTreeMap::from([
-        (hash_token("tok-alice"), OwnerId::from("alice")),
-        (hash_token("tok-bob"), OwnerId::from("bob")),
-    ]);
+    let engine = Arc::new(mem_engine(driver, "api-test-0"));
+    let auth = bearer(&[("tok-alice", "alice"), ("tok-bob", "bob")]);
     // Nothing listens on port 1: readiness must say the database does not answer.
-    let options = "postgres://u:PLANTED-DB-PASSWORD@127.0.0.1:1/db"
-        .parse()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .acquire_timeout(Duration::from_millis(300))
-        .connect_lazy_with(options);
-    let engine = Arc::new(engine);
-    let state = AppState {
-        tasks: engine.clone(),
-        ids: Arc::new(SeededIds::new(1)),
-        auth: Arc::new(Auth::Tokens(tokens)),
-        servers: Arc::new(BTreeSet::from(["fix".to_owned()])),
-        threads: Arc::new(EveryThread),
-        metrics: Arc::new(Metrics::new()),
-        health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
-        openapi: openapi::document(["fix"]).into(),
-    };
+    let url = "postgres://u:PLANTED-DB-PASSWORD@127.0.0.1:1/db";
+    let pool = lazy_pool(url, Some(Duration::from_millis(300)));
+    let threads = Arc::new(EveryThread);
+    let state = app_state(engine.clone(), 1, auth, &["fix"], threads, pool);
     (router(state, BODY_LIMIT, 64), engine, answers)
 }
 
@@ -185,33 +130,12 @@ async fn call(
     token: Option<&str>,
     body: Option<&str>,
 ) -> Answer {
-    let mut req = Request::builder().method(method).uri(uri);
-    if let Some(t) = token {
-        req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
-    }
-    if body.is_some() {
-        req = req.header(header::CONTENT_TYPE, "application/json");
-    }
-    let req = req
-        .body(Body::from(body.unwrap_or_default().to_owned()))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let res = app
-        .clone()
-        .oneshot(req)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let (parts, body) = res.into_parts();
-    let bytes = body
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .to_bytes();
-    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (status, headers, text) = support::call(app, method, uri, token, body).await;
     Answer {
-        status: parts.status,
+        status,
         json: serde_json::from_str(&text).unwrap_or(Value::Null),
         text,
-        headers: parts.headers,
+        headers,
     }
 }
 
@@ -559,11 +483,7 @@ async fn malformed_or_oversized_input_is_4xx_with_a_json_message() {
         .header(header::AUTHORIZATION, "Bearer tok-alice")
         .body(Body::from(r#"{"server":"fix","tool":"t","name":"n"}"#))
         .unwrap_or_else(|e| panic!("{e}"));
-    let res = app
-        .clone()
-        .oneshot(no_type)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let res = send(&app, no_type).await;
     assert_eq!(res.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
 }
 

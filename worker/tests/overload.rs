@@ -3,54 +3,25 @@
 //! one more with 503 at once. The database is a listener that accepts connections and never
 //! answers, so every real check takes the pool's acquire timeout.
 
-use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
+mod support;
+
+use axum::http::{header, Method, StatusCode};
 use axum::Router;
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tasklatch_core::engine::{SubmitCommand, SubmitError};
-use tasklatch_core::ids::{IdSource, OwnerId, SeededIds, TaskId, ThreadId};
-use tasklatch_core::store::{
-    AnswerOutcome, AnswerRequest, CancelOutcome, CancelTarget, Scope, StoreError,
-};
-use tasklatch_core::task::TaskRow;
-use tasklatch_worker::api::health::Health;
-use tasklatch_worker::api::threads::{OwnerCheck, ThreadOwners};
-use tasklatch_worker::api::{openapi, router, AppState, TaskService};
-use tasklatch_worker::config::Auth;
-use tasklatch_worker::metrics::Metrics;
-use tower::ServiceExt;
+use support::{app_state, bearer, lazy_pool, request, send, EveryThread, NoTasks};
+use tasklatch_core::engine::SubmitError;
+use tasklatch_core::store::AnswerOutcome;
+use tasklatch_worker::api::router;
 
 /// How long one real database check takes here (the pool's acquire timeout).
 const CHECK_TAKES: Duration = Duration::from_millis(600);
 
 /// No task calls are made by these tests.
-struct NoTasks;
-
-impl TaskService for NoTasks {
-    async fn submit(&self, _: &dyn IdSource, _: SubmitCommand) -> Result<TaskId, SubmitError> {
-        Err(SubmitError::NotStarted("not in this test".into()))
-    }
-    async fn rows(&self, _: &Scope, _: usize) -> Result<Vec<TaskRow>, StoreError> {
-        Ok(Vec::new())
-    }
-    async fn row(&self, _: &Scope, _: &TaskId) -> Result<Option<TaskRow>, StoreError> {
-        Ok(None)
-    }
-    async fn cancel(&self, _: &Scope, _: &CancelTarget) -> Result<CancelOutcome, StoreError> {
-        Ok(CancelOutcome::NotFound)
-    }
-    async fn answer(&self, _: &Scope, _: AnswerRequest) -> Result<AnswerOutcome, StoreError> {
-        Ok(AnswerOutcome::NotFound)
-    }
-}
-
-struct EveryThread;
-
-impl ThreadOwners for EveryThread {
-    fn usable<'a>(&'a self, _: &'a OwnerId, _: &'a ThreadId) -> OwnerCheck<'a> {
-        Box::pin(async { Ok(true) })
+fn no_tasks() -> NoTasks {
+    NoTasks {
+        submit: || SubmitError::NotStarted("not in this test".into()),
+        answer: || Ok(AnswerOutcome::NotFound),
     }
 }
 
@@ -61,37 +32,18 @@ async fn app(max_in_flight: usize) -> (Router, tokio::net::TcpListener) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let port = silent.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
-    let options = format!("postgres://u@127.0.0.1:{port}/db")
-        .parse()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .acquire_timeout(CHECK_TAKES)
-        .connect_lazy_with(options);
-    let state = AppState {
-        tasks: Arc::new(NoTasks),
-        ids: Arc::new(SeededIds::new(5)),
-        auth: Arc::new(Auth::Tokens(BTreeMap::new())),
-        servers: Arc::new(BTreeSet::new()),
-        threads: Arc::new(EveryThread),
-        metrics: Arc::new(Metrics::new()),
-        health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
-        openapi: openapi::document([]).into(),
-    };
+    let url = format!("postgres://u@127.0.0.1:{port}/db");
+    let pool = lazy_pool(&url, Some(CHECK_TAKES));
+    let tasks = Arc::new(no_tasks());
+    let state = app_state(tasks, 5, bearer(&[]), &[], Arc::new(EveryThread), pool);
     (router(state, 4 << 10, max_in_flight), silent)
 }
 
 /// `GET path`: the status and how long the answer took.
 async fn get(app: &Router, path: &str) -> (StatusCode, Duration, Option<String>) {
-    let req = Request::builder()
-        .uri(path)
-        .body(Body::empty())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let req = request(Method::GET, path, None, None);
     let start = Instant::now();
-    let res = app
-        .clone()
-        .oneshot(req)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let res = send(app, req).await;
     let retry = res
         .headers()
         .get(header::RETRY_AFTER)

@@ -3,36 +3,25 @@
 //! real `langgraph dev` (started by the test on a free port with a fresh state folder), with
 //! the default configuration — and a client that disconnects while the remote call runs.
 
-use axum::body::Body;
-use axum::http::{header, Method, Request, StatusCode};
+mod support;
+
+use axum::http::{Method, StatusCode};
 use axum::Router;
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::{app_state, bearer, call, lazy_pool, mem_engine, EveryThread};
 use tasklatch_agent_server::{AgentServerConfig, AgentServerLauncher};
-use tasklatch_core::engine::Engine;
-use tasklatch_core::ids::{OwnerId, RunId, SeededIds, ServerId, ThreadId, WorkerId};
-use tasklatch_core::mem_store::MemStore;
-use tasklatch_core::policy::Policy;
-use tasklatch_core::ports::{
-    Driver, DriverError, LaunchOutcome, Launcher, RunRequest, RunStatus, SubmitRequest, Submitted,
-};
+use tasklatch_core::ids::ServerId;
+use tasklatch_core::ports::{Driver, DriverError, SubmitRequest, Submitted};
 use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_peers::{start_langgraph, PeerProcess};
-use tasklatch_worker::api::health::Health;
-use tasklatch_worker::api::threads::{OwnerCheck, ThreadOwners};
-use tasklatch_worker::api::{openapi, router, AppState};
-use tasklatch_worker::clock::SystemClock;
-use tasklatch_worker::config::Auth;
-use tasklatch_worker::metrics::Metrics;
-use tasklatch_worker::token::hash_token;
+use tasklatch_worker::api::router;
+use tasklatch_worker::api::threads::ThreadOwners;
 use tokio::sync::{Notify, Semaphore};
-use tower::ServiceExt;
 
 /// Counts the remote tasks it starts; every one is `working`. With a gate, each submit waits
 /// for a permit before it starts its task (`entered` tells that it is waiting).
@@ -90,17 +79,6 @@ impl Driver for CountingDriver {
     }
 }
 
-struct IdleLauncher;
-
-impl Launcher for IdleLauncher {
-    async fn start_run(&self, _: RunRequest) -> LaunchOutcome {
-        LaunchOutcome::Busy
-    }
-    async fn run_status(&self, _: &ThreadId, _: &RunId) -> Result<RunStatus, String> {
-        Ok(RunStatus::Pending)
-    }
-}
-
 /// The router over `threads`, and the count of remote tasks started through it.
 fn guarded_app(threads: Arc<dyn ThreadOwners>) -> (Router, Arc<AtomicU32>) {
     gated_app(threads, None)
@@ -112,58 +90,26 @@ fn gated_app(threads: Arc<dyn ThreadOwners>, gate: Option<Gate>) -> (Router, Arc
         gate,
     };
     let started = driver.started.clone();
-    let engine = Engine::new(
-        MemStore::new(Policy::default()),
-        driver,
-        IdleLauncher,
-        SystemClock,
-        WorkerId::from("guards-0"),
-        Policy::default(),
-    );
-    let tokens = BTreeMap::from([
-        (hash_token("tok-alice"), OwnerId::from("alice")),
-        (hash_token("tok-bob"), OwnerId::from("bob")),
-    ]);
-    let options = "postgres://u@127.0.0.1:1/db"
-        .parse()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let pool = sqlx::postgres::PgPoolOptions::new().connect_lazy_with(options);
-    let state = AppState {
-        tasks: Arc::new(engine),
-        ids: Arc::new(SeededIds::new(7)),
-        auth: Arc::new(Auth::Tokens(tokens)),
-        servers: Arc::new(BTreeSet::from(["fix".to_owned()])),
-        threads,
-        metrics: Arc::new(Metrics::new()),
-        health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
-        openapi: openapi::document(["fix"]).into(),
-    };
+    let engine = mem_engine(driver, "guards-0");
+    let auth = bearer(&[("tok-alice", "alice"), ("tok-bob", "bob")]);
+    let pool = lazy_pool("postgres://u@127.0.0.1:1/db", None);
+    let state = app_state(Arc::new(engine), 7, auth, &["fix"], threads, pool);
     (router(state, 4 << 10, 64), started)
 }
 
 /// `POST /v1/threads/{thread}/tasks` as `token`: the status and the body as text.
 async fn submit(app: &Router, token: &str, thread: &str) -> (StatusCode, String) {
     let body = json!({"server": "fix", "tool": "job", "arguments": {}, "name": "report"});
-    let req = Request::builder()
-        .method(Method::POST)
-        .uri(format!("/v1/threads/{thread}/tasks"))
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let res = app
-        .clone()
-        .oneshot(req)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let status = res.status();
-    let bytes = res
-        .into_body()
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .to_bytes();
-    (status, String::from_utf8_lossy(&bytes).into_owned())
+    let uri = format!("/v1/threads/{thread}/tasks");
+    let (status, _, text) = call(
+        app,
+        Method::POST,
+        &uri,
+        Some(token),
+        Some(&body.to_string()),
+    )
+    .await;
+    (status, text)
 }
 
 /// A `langgraph dev` serving the fixture app from a fresh state folder, removed on drop.
@@ -265,33 +211,11 @@ async fn an_agent_server_that_cannot_be_asked_starts_nothing() {
     assert_eq!(started.load(Ordering::SeqCst), 0);
 }
 
-struct EveryThread;
-
-impl ThreadOwners for EveryThread {
-    fn usable<'a>(&'a self, _: &'a OwnerId, _: &'a ThreadId) -> OwnerCheck<'a> {
-        Box::pin(async { Ok(true) })
-    }
-}
-
 /// The tasks `token` lists in `thread`.
 async fn listed(app: &Router, token: &str, thread: &str) -> Vec<Value> {
-    let req = Request::builder()
-        .uri(format!("/v1/threads/{thread}/tasks"))
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(Body::empty())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let res = app
-        .clone()
-        .oneshot(req)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let bytes = res
-        .into_body()
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .to_bytes();
-    let v: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
+    let uri = format!("/v1/threads/{thread}/tasks");
+    let (_, _, text) = call(app, Method::GET, &uri, Some(token), None).await;
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
     v["tasks"].as_array().cloned().unwrap_or_default()
 }
 

@@ -21,17 +21,30 @@ pub async fn serve(handler: Handler) -> String {
     serve_delayed(handler, Arc::new(|_| std::time::Duration::ZERO)).await
 }
 
+/// When an answer is sent: after `delay(method)`.
+pub type Delay = Arc<dyn Fn(&str) -> std::time::Duration + Send + Sync>;
+
 /// As [`serve`], each answer sent after `delay(method)`.
-pub async fn serve_delayed(
-    handler: Handler,
-    delay: Arc<dyn Fn(&str) -> std::time::Duration + Send + Sync>,
-) -> String {
+pub async fn serve_delayed(handler: Handler, delay: Delay) -> String {
+    listen(handler, delay, String::new()).await
+}
+
+/// As [`serve`], each answer also carrying the header `name: value` (a session id, say).
+pub async fn serve_with_header(handler: Handler, name: &str, value: &str) -> String {
+    let delay: Delay = Arc::new(|_| std::time::Duration::ZERO);
+    listen(handler, delay, format!("{name}: {value}\r\n")).await
+}
+
+/// Serves `handler` with `delay`, each answer's head holding the header lines `headers`
+/// (each ended by CRLF) before `connection: close`; returns the `/mcp` URL.
+async fn listen(handler: Handler, delay: Delay, headers: String) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("a free port");
     let url = format!("http://{}/mcp", listener.local_addr().expect("an address"));
     tokio::spawn(async move {
         while let Ok((mut sock, _)) = listener.accept().await {
             let handler = handler.clone();
             let delay = delay.clone();
+            let headers = headers.clone();
             tokio::spawn(async move {
                 let Some(request) = read_request(&mut sock).await else {
                     return;
@@ -43,7 +56,7 @@ pub async fn serve_delayed(
                 };
                 tokio::time::sleep(delay(&method)).await;
                 let head = format!(
-                    "HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    "HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\n{headers}connection: close\r\n\r\n",
                     body.len()
                 );
                 let _ = sock.write_all(head.as_bytes()).await;
