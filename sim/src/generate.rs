@@ -129,6 +129,13 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     // server's "already terminal".
     let mut cancelling = ChaCha8Rng::seed_from_u64(seed ^ CANCEL_STREAM);
     user.extend(cancel_styles(&mut cancelling, &mut tasks));
+    // And a poll held on the wire while another worker's acknowledged cancel ends the cancel
+    // work, from a stream of its own.
+    let mut holding = ChaCha8Rng::seed_from_u64(seed ^ HELD_POLL_STREAM);
+    if let Some((cancel, hold)) = held_poll_then_cancel(&mut holding, &mut tasks, workers) {
+        user.push(cancel);
+        faults.push(hold);
+    }
     // And lanes stalled just after sending an answer, from a stream of their own.
     let mut answer_pauses = ChaCha8Rng::seed_from_u64(seed ^ ANSWER_PAUSE_STREAM);
     faults.extend(pauses_after_answers(&mut answer_pauses, workers));
@@ -559,6 +566,50 @@ fn cancel_styles(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<UserAction
         });
     }
     out
+}
+
+/// Mixed into the seed for the held poll before a cancel ("heldpoll" in ASCII).
+const HELD_POLL_STREAM: u64 = 0x6865_6c64_706f_6c6c;
+
+/// On one seed in two with several workers, one worker's calls to the remote server are held
+/// on the wire for 6-10 s while a task it polls every second is cancelled and its server
+/// acknowledges the cancel: the held poll is still in flight when the cancel's end voids its
+/// lease — the moment a second poll must not start (never two remote polls of one task at
+/// once).
+fn held_poll_then_cancel(
+    rng: &mut ChaCha8Rng,
+    tasks: &mut [TaskPlan],
+    workers: u32,
+) -> Option<(UserAction, Fault)> {
+    if workers < 2 || tasks.is_empty() || !rng.random_bool(0.5) {
+        return None;
+    }
+    let t = &mut tasks[rng.random_range(0..tasks.len())];
+    let hold_at = t.submit_at_ms + rng.random_range(4_000..20_000);
+    let cancel_at = hold_at + rng.random_range(1_500..3_000);
+    if cancel_at >= LAST_MS {
+        return None;
+    }
+    t.hint_secs = Some(1.0);
+    t.cancel_style = CancelStyle::Acknowledged {
+        after_ms: rng.random_range(5_000..10_000),
+    };
+    let hold = Fault {
+        at_ms: hold_at,
+        for_ms: rng.random_range(6_000..10_000),
+        kind: FaultKind::Hold {
+            worker: rng.random_range(0..workers),
+            service: Service::Mcp,
+        },
+    };
+    let cancel = UserAction::Cancel {
+        task: t.n,
+        at_ms: cancel_at,
+        repeats: 0,
+        concurrent: false,
+        by_name: false,
+    };
+    Some((cancel, hold))
 }
 
 /// Answers to the questions scripts ask: for most asking steps the owner answers, some time
