@@ -447,13 +447,7 @@ fn doomed_version(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Option<(Fault
             run_ms: rng.random_range(1_000..4_000),
         },
     };
-    let cancel = UserAction::Cancel {
-        task: t.n,
-        at_ms: cancel_at,
-        repeats: 0,
-        concurrent: false,
-        by_name: false,
-    };
+    let cancel = UserAction::cancel_once(t.n, cancel_at);
     Some((fault, cancel))
 }
 
@@ -602,13 +596,7 @@ fn held_poll_then_cancel(
             service: Service::Mcp,
         },
     };
-    let cancel = UserAction::Cancel {
-        task: t.n,
-        at_ms: cancel_at,
-        repeats: 0,
-        concurrent: false,
-        by_name: false,
-    };
+    let cancel = UserAction::cancel_once(t.n, cancel_at);
     Some((cancel, hold))
 }
 

@@ -303,6 +303,17 @@ pub fn request_id_at(plan: &TaskPlan, at_ms: u64, question: u32) -> String {
 }
 
 impl UserAction {
+    /// The owner of task `task` cancels it once, by id, at `at_ms`.
+    pub fn cancel_once(task: u32, at_ms: u64) -> Self {
+        UserAction::Cancel {
+            task,
+            at_ms,
+            repeats: 0,
+            concurrent: false,
+            by_name: false,
+        }
+    }
+
     /// When the action happens.
     pub fn at_ms(&self) -> u64 {
         match self {
