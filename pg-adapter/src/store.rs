@@ -1133,13 +1133,24 @@ impl Store for PgStore {
     }
 
     /// One read of the database's `clock_timestamp()` (no table touched): the clock every
-    /// worker sharing this database is measured against.
+    /// worker sharing this database is measured against — given as of the midpoint of this
+    /// call. The connection is acquired first; only then is the query sent, and the reading is
+    /// moved back by half of the wait that came before it (measured on the monotonic clock).
+    /// So a caller that reads its own clock just before and just after this call and compares
+    /// the reading with the midpoint of the two (the skew guard, core `engine::measure`) is
+    /// off by at most half the query's round trip, however long the pool made it wait: after
+    /// a database restart seconds of waiting for a connection were read as clock skew, and
+    /// claims were refused.
     async fn store_time(&self) -> Result<Option<Timestamp>, StoreError> {
+        let called = std::time::Instant::now();
+        let mut conn = self.inner.pool.acquire().await.map_err(store_error)?;
+        let waited = called.elapsed();
         let row = sqlx::query(sql::STORE_TIME)
-            .fetch_one(&self.inner.pool)
+            .fetch_one(&mut *conn)
             .await
             .map_err(store_error)?;
-        Ok(Some(Timestamp::from_micros(col(&row, "now_us")?)))
+        let read = Timestamp::from_micros(col(&row, "now_us")?);
+        Ok(Some(read.minus(waited / 2)))
     }
 }
 
