@@ -4,9 +4,12 @@
 //! The Agent Server answers the same `404 Thread or assistant not found.` for a missing thread
 //! and for a missing assistant. A missing thread is permanent for that notification (dead
 //! letter); a missing assistant is the operator's mistake and must not dead-letter every
-//! notification on every thread. So the worker calls [`assistant_exists`] (through
-//! `AgentServerLauncher::check`) before it starts, and the launcher asks again before it calls
-//! a 404 on create "thread gone".
+//! notification on every thread. So the launcher asks [`assistant_exists`] again before it
+//! calls a 404 on create "thread gone" — that is what keeps the two apart — and the worker
+//! calls it (through `AgentServerLauncher::check`) at start to catch the mistake early: a
+//! definite answer ([`CheckError::is_definite`]: no such assistant, credentials refused)
+//! refuses the start, while a server that cannot be asked only defers the check (the worker
+//! starts and retries it in the background; launches meanwhile fail and back off).
 
 use crate::config::ValidConfig;
 use crate::http::{CallError, Http};
@@ -63,6 +66,19 @@ pub async fn assistant_exists(http: &Http, cfg: &ValidConfig) -> Result<(), Chec
             "assistant check: HTTP {status}: {}",
             http.redactor().body_detail(&answer.body)
         ))),
+    }
+}
+
+impl CheckError {
+    /// Whether the server gave a definite answer — the assistant does not exist, or our
+    /// credentials are refused: a configuration to fix, which asking again will not change.
+    /// `false` for [`CheckError::Unavailable`] (no connection, a timeout, an unexpected status
+    /// or answer): the check can be made again later.
+    pub fn is_definite(&self) -> bool {
+        matches!(
+            self,
+            CheckError::AssistantMissing(_) | CheckError::Unauthorized(_)
+        )
     }
 }
 

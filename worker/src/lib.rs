@@ -13,6 +13,9 @@
 //!   Prometheus text format; [`logging`]: `tracing` with `RUST_LOG` and text or JSON lines.
 //! - [`api`]: submit, list, detail and cancel, scoped to (owner, thread), with an OpenAPI
 //!   document generated from the code; health and readiness.
+//! - [`peers`]: whether the Agent Server and each MCP server answered the last contact (the
+//!   driver and launcher wrapped to record it; the background assistant check), shown in
+//!   `/readyz`'s body and the `tasklatch_peer_*` metrics.
 //! - [`schema`]: the refusal to run on a schema that is behind.
 //! - [`shutdown`]: SIGTERM/SIGINT: stop claiming, finish or release what is in flight, exit
 //!   within one lease; a second signal exits at once.
@@ -36,6 +39,7 @@ pub mod logging;
 pub mod metered;
 pub mod metrics;
 pub mod ops;
+pub mod peers;
 pub mod retention;
 pub mod run;
 pub mod schema;

@@ -24,9 +24,14 @@
 //! | `tasklatch_pruned_total{what}` | rows deleted by retention: `tasks`, `runs` ([`crate::retention`]) |
 //! | `tasklatch_clock_skew_seconds` | gauge: the database's clock minus this worker's, as the last pass measured it |
 //! | `tasklatch_skew_refused_passes_total` | passes that claimed nothing because the skew exceeded `engine.max_clock_skew_ms` |
+//! | `tasklatch_peer_up{kind,peer}` | gauge: 1 when the last contact with the peer succeeded, 0 when it failed; no series before the first contact ([`crate::peers`]) |
+//! | `tasklatch_peer_last_success_timestamp_seconds{kind,peer}` | gauge: Unix time of the last successful contact |
+//! | `tasklatch_ready` | gauge: 1 when the last readiness check (a `/readyz` call, or a scrape of `/metrics`) found the worker ready, else 0 |
+//! | `tasklatch_build_info{version,commit}` | gauge, always 1: the crate version and the commit (`TASKLATCH_COMMIT` at build time, `unknown` without it) |
 //!
 //! No metric carries a task id, an owner, a thread or any text from a remote server: labels
-//! are fixed words, so the series count is bounded.
+//! are fixed words or configured ids (the MCP server ids of `[servers.<id>]`, `kind` is
+//! `agent_server` or `mcp`), so the series count is bounded.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -87,6 +92,28 @@ pub struct StepLabel {
     step: &'static str,
 }
 
+/// A peer: `kind` is `agent_server` or `mcp`, `peer` is `agent_server` or the configured MCP
+/// server id.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PeerLabel {
+    kind: &'static str,
+    peer: String,
+}
+
+/// What was built: the crate version and the commit.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BuildLabel {
+    version: &'static str,
+    commit: &'static str,
+}
+
+/// The commit this binary was built from: `TASKLATCH_COMMIT` in the build's environment
+/// (`TASKLATCH_COMMIT=$(git rev-parse --short HEAD) cargo build --release`), else `unknown`.
+pub const COMMIT: &str = match option_env!("TASKLATCH_COMMIT") {
+    Some(c) => c,
+    None => "unknown",
+};
+
 /// Why a dead letter was written.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum DeadLetter {
@@ -139,6 +166,10 @@ pub struct Metrics {
     pruned: Family<PrunedLabel, Counter>,
     clock_skew: Gauge<f64, AtomicU64>,
     skew_refused: Counter,
+    peer_up: Family<PeerLabel, Gauge>,
+    peer_last_success: Family<PeerLabel, Gauge<f64, AtomicU64>>,
+    build_info: Family<BuildLabel, Gauge>,
+    ready: Gauge,
 }
 
 impl Default for Metrics {
@@ -174,8 +205,19 @@ impl Metrics {
             pruned: Family::default(),
             clock_skew: Gauge::default(),
             skew_refused: Counter::default(),
+            peer_up: Family::default(),
+            peer_last_success: Family::default(),
+            build_info: Family::default(),
+            ready: Gauge::default(),
         };
         m.register();
+        m.zero_series();
+        m.build_info
+            .get_or_create(&BuildLabel {
+                version: env!("CARGO_PKG_VERSION"),
+                commit: COMMIT,
+            })
+            .set(1);
         m
     }
 
@@ -183,6 +225,69 @@ impl Metrics {
         self.register_loops();
         self.register_deliveries();
         self.register_process();
+        self.register_peers();
+    }
+
+    /// Creates at 0 the series of every fixed label value, so a fresh worker exposes each
+    /// family and `rate()`/`increase()` see the first event (a series born at 1 has no earlier
+    /// sample to increase from): claims, writes, releases and refusals per loop, dead letters per
+    /// reason, delivery failures per step, pruned rows, and the store errors of the two calls
+    /// every pass makes (`claim`, `store_time`).
+    fn zero_series(&self) {
+        for kind in [LeaseKind::Poll, LeaseKind::Notify, LeaseKind::Cancel] {
+            let label = loop_label(kind);
+            let _ = self.claims.get_or_create(&label);
+            let _ = self.applied.get_or_create(&label);
+            for counted in ["true", "false"] {
+                let r#loop = kind.as_str();
+                let _ = self
+                    .releases
+                    .get_or_create(&ReleaseLabel { r#loop, counted });
+            }
+            for refusal in ALL_REFUSALS {
+                let r#loop = kind.as_str();
+                let refusal = refusal_name(refusal);
+                let _ = self
+                    .refused
+                    .get_or_create(&RefusalLabel { r#loop, refusal });
+            }
+        }
+        for reason in ["thread_gone", "budget", "cancel_budget"] {
+            let _ = self.dead_letters.get_or_create(&ReasonLabel { reason });
+        }
+        for step in ["launch", "run", "lookup"] {
+            let _ = self.delivery_failures.get_or_create(&StepLabel { step });
+        }
+        for what in ["tasks", "runs"] {
+            let _ = self.pruned.get_or_create(&PrunedLabel { what });
+        }
+        for op in ["claim", "store_time"] {
+            let _ = self.store_errors.get_or_create(&OpLabel { op });
+        }
+    }
+
+    fn register_peers(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "peer_up",
+            "1 when the last contact with the peer succeeded, 0 when it failed",
+            self.peer_up.clone(),
+        );
+        r.register(
+            "peer_last_success_timestamp_seconds",
+            "Unix time of the last successful contact with the peer",
+            self.peer_last_success.clone(),
+        );
+        r.register(
+            "ready",
+            "1 when the last readiness check found the worker ready, else 0",
+            self.ready.clone(),
+        );
+        r.register(
+            "build_info",
+            "Always 1: the version and the commit of this build",
+            self.build_info.clone(),
+        );
     }
 
     fn register_loops(&mut self) {
@@ -439,6 +544,26 @@ impl Metrics {
         self.reconnects.inc();
     }
 
+    /// A contact with a peer (`kind` `agent_server` or `mcp`, `peer` its id) ended: `ok` if it
+    /// succeeded, at `unix_seconds`. Sets `peer_up`, and on success the last-success time.
+    pub fn peer_contact(&self, kind: &'static str, peer: &str, ok: bool, unix_seconds: f64) {
+        let label = PeerLabel {
+            kind,
+            peer: peer.to_owned(),
+        };
+        self.peer_up.get_or_create(&label).set(i64::from(ok));
+        if ok {
+            self.peer_last_success
+                .get_or_create(&label)
+                .set(unix_seconds);
+        }
+    }
+
+    /// A readiness check found the worker `ready` (or not).
+    pub fn readiness(&self, ready: bool) {
+        self.ready.set(i64::from(ready));
+    }
+
     /// Retention deleted these rows.
     pub fn pruned(&self, p: Pruned) {
         self.pruned
@@ -455,6 +580,16 @@ fn loop_label(kind: LeaseKind) -> LoopLabel {
         r#loop: kind.as_str(),
     }
 }
+
+/// Every refusal, for the series created at 0.
+const ALL_REFUSALS: [Refusal; 6] = [
+    Refusal::NoSuchTask,
+    Refusal::LeaseNotHeld,
+    Refusal::LeaseExpired,
+    Refusal::VersionMoved,
+    Refusal::CancelRequested,
+    Refusal::Terminal,
+];
 
 /// The label value of a refusal.
 pub fn refusal_name(r: Refusal) -> &'static str {
@@ -494,5 +629,29 @@ mod tests {
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn a_fresh_worker_exposes_every_fixed_series_at_zero_and_its_build() {
+        let m = Metrics::new();
+        m.readiness(true);
+        let text = m.render();
+        for line in [
+            "tasklatch_dead_letters_total{reason=\"budget\"} 0",
+            "tasklatch_dead_letters_total{reason=\"cancel_budget\"} 0",
+            "tasklatch_writes_refused_total{loop=\"cancel\",refusal=\"lease_not_held\"} 0",
+            "tasklatch_releases_total{loop=\"notify\",counted=\"true\"} 0",
+            "tasklatch_delivery_failures_total{step=\"lookup\"} 0",
+            "tasklatch_pruned_total{what=\"runs\"} 0",
+            "tasklatch_store_errors_total{op=\"store_time\"} 0",
+            "tasklatch_ready 1",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        let build = format!(
+            "tasklatch_build_info{{version=\"{}\",commit=\"{COMMIT}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(text.contains(&build), "missing {build:?} in\n{text}");
     }
 }

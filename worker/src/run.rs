@@ -3,9 +3,18 @@
 //!
 //! Start-up refuses to go on (with an error naming what to do) when the database cannot be
 //! reached, when its schema is behind (`tasklatch migrate`), when the MCP or Agent Server
-//! configuration cannot be used, when the Agent Server fails its check (it answers, accepts
-//! the credentials, has the assistant), when this host's clock is off the database's by more
-//! than `engine.max_clock_skew_ms` ([`crate::clock_guard`]), or when the listen address is taken.
+//! configuration cannot be used, when the Agent Server answers that the configured assistant
+//! does not exist or refuses the credentials, when this host's clock is off the database's by
+//! more than `engine.max_clock_skew_ms` ([`crate::clock_guard`]), or when the listen address is
+//! taken.
+//!
+//! Peers that are down do not stop the start. An Agent Server that cannot be asked (no
+//! connection, a timeout, 5xx) defers the assistant check: the worker starts, serves its API and
+//! runs its lanes (launches fail and back off meanwhile; a 404 on create is told apart from a
+//! missing assistant by the launcher's own re-check), and [`crate::peers::watch_assistant`]
+//! asks again in the background, 1 s doubling to 30 s, until it passes. `/readyz` stays about
+//! the database and the lanes; its body's `peers` shows the Agent Server's and each MCP
+//! server's last contacts ([`crate::peers`]).
 //!
 //! Stop, on the first SIGTERM/SIGINT: readiness turns false; every engine is told to shut down
 //! (`Engine::begin_shutdown`: nothing new is started, rows claimed but not acted on are
@@ -13,7 +22,9 @@
 //! after their current pass and the wake-up listener stops; then the API, which answered
 //! meanwhile (`/readyz` with 503), stops accepting connections and finishes the requests in
 //! flight. The process exits when all of that is done, or after
-//! nine tenths of the shortest lease, whichever comes first. A second signal exits at once.
+//! nine tenths of the shortest lease, whichever comes first — then settles what submits still
+//! owe (at most 15 s) and closes the MCP clients (at most 1 s): [`graceful_stop_bound`] in all.
+//! A second signal exits at once.
 
 use crate::api::health::Health;
 use crate::api::{openapi, router, AppState};
@@ -24,6 +35,7 @@ use crate::ids::{worker_id, RandomIds};
 use crate::lane::{Heartbeat, Lane, LaneSummary};
 use crate::metered::Metered;
 use crate::metrics::Metrics;
+use crate::peers::{self, PeerDriver, PeerHealth, PeerLauncher};
 use crate::retention;
 use crate::schema::{self, SchemaState};
 use crate::shutdown::Signals;
@@ -33,15 +45,16 @@ use sqlx::PgPool;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
-use tasklatch_agent_server::AgentServerLauncher;
+use tasklatch_agent_server::{AgentServerLauncher, CheckError};
 use tasklatch_core::engine::Engine;
+use tasklatch_core::policy::Policy;
 use tasklatch_mcp::McpDriver;
 use tasklatch_pg::PgStore;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 /// The engine of one lane.
-pub type WorkerEngine = Engine<Metered<PgStore>, McpDriver, AgentServerLauncher, SystemClock>;
+pub type WorkerEngine = Engine<Metered<PgStore>, PeerDriver<McpDriver>, PeerLauncher, SystemClock>;
 
 /// Why the worker did not start. Messages hold no secret.
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +68,8 @@ pub enum StartError {
     /// The MCP servers' or the Agent Server's configuration cannot be used.
     #[error("{0}")]
     Config(String),
-    /// The Agent Server failed the start-up check.
+    /// The Agent Server answered the start-up check that the assistant does not exist, or
+    /// refused the credentials (an Agent Server that cannot be reached does not stop the start).
     #[error("{0}")]
     AgentServer(String),
     /// The operating system refused something (listen address, signals, randomness).
@@ -96,29 +110,58 @@ pub async fn check_schema(pool: &PgPool) -> Result<(), StartError> {
 /// How long the MCP clients get to close their transports at stop.
 const CLOSE_CLIENTS_WITHIN: Duration = Duration::from_secs(1);
 
+/// The longest a graceful stop takes, from the first signal to the exit: nine tenths of the
+/// shortest lease for the lanes and the API, then up to [`SETTLE_OWED_WITHIN`] for what
+/// submits still owe, then up to [`CLOSE_CLIENTS_WITHIN`] to close the MCP clients. A service
+/// manager must wait longer than this before it kills the process (the systemd unit's
+/// `TimeoutStopSec`, `deploy/systemd/tasklatch-worker.service`).
+pub fn graceful_stop_bound(policy: &Policy) -> Duration {
+    shortest_lease(policy) * 9 / 10 + SETTLE_OWED_WITHIN + CLOSE_CLIENTS_WITHIN
+}
+
 /// Runs the worker until a signal stops it.
 pub async fn run(settings: Settings) -> Result<(), StartError> {
     let mut signals =
         Signals::install().map_err(|e| StartError::System(format!("signals: {e}")))?;
-    let pool = connect(&settings).await?;
+    let worker = start(&settings).await?;
+    let signal = signals.next().await;
+    signals.exit_on_next();
+    tracing::info!(
+        signal,
+        "stopping: no new claims; in-flight calls finish, the rest is released"
+    );
+    worker.stop().await;
+    Ok(())
+}
+
+/// A started worker: what its stop needs.
+struct Running {
+    engines: Vec<Arc<WorkerEngine>>,
+    lanes: JoinSet<LaneSummary>,
+    tasks: JoinSet<()>,
+    stop_tx: watch::Sender<bool>,
+    api_stop_tx: watch::Sender<bool>,
+    health: Arc<Health>,
+    driver: McpDriver,
+    pool: PgPool,
+    lease: Duration,
+}
+
+/// The start-up checks in order (the module's list), then the lanes, the background tasks and
+/// the API. Returns once everything runs.
+async fn start(settings: &Settings) -> Result<Running, StartError> {
+    let pool = connect(settings).await?;
     check_schema(&pool).await?;
     let metrics = Arc::new(Metrics::new());
     let store = PgStore::new(pool.clone(), settings.policy.clone());
-    clock_guard::check_at_start(
-        &store,
-        &SystemClock,
-        settings.policy.max_clock_skew,
-        &metrics,
-    )
-    .await?;
+    let max_skew = settings.policy.max_clock_skew;
+    clock_guard::check_at_start(&store, &SystemClock, max_skew, &metrics).await?;
+    let servers = settings.mcp.servers.keys().map(String::as_str);
+    let peers = Arc::new(PeerHealth::new(servers, Some(metrics.clone())));
     let driver =
         McpDriver::new(settings.mcp.clone()).map_err(|e| StartError::Config(e.to_string()))?;
-    let engines = engines(&settings, &pool, &metrics, &driver)?;
-    AgentServerLauncher::new(&settings.agent_server)
-        .map_err(|e| StartError::Config(e.to_string()))?
-        .check()
-        .await
-        .map_err(|e| StartError::AgentServer(e.to_string()))?;
+    let engines = engines(settings, &pool, &metrics, &driver, &peers)?;
+    let deferred = assistant_at_start(settings, &peers).await?;
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
         .map_err(|e| StartError::System(format!("cannot listen on {}: {e}", settings.listen)))?;
@@ -126,6 +169,60 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = Waker::new(engines.len());
+    let mut tasks = background(settings, &pool, &waker, &metrics, &stop_rx);
+    if let Some(first) = deferred {
+        let launcher = launcher(settings)?;
+        let watch = peers::watch_assistant(launcher, peers.clone(), first, stop_rx.clone());
+        tasks.spawn(watch);
+    }
+    let (lanes, heartbeats) = spawn_lanes(settings, &engines, &waker, &metrics, &stop_rx);
+    let health = Health::new(pool.clone(), heartbeats, stale_after(settings));
+    let health = Arc::new(health.with_peers(peers.clone()));
+    let state = app_state(settings, &engines, ids, &metrics, &health, &peers)?;
+    // The API outlives the lanes: it answers (readiness 503 included) until they are done.
+    let (api_stop_tx, api_stop_rx) = watch::channel(false);
+    tasks.spawn(serve(
+        listener,
+        router(state, settings.max_body_bytes, settings.max_in_flight),
+        api_stop_rx,
+    ));
+    tracing::info!(lanes = engines.len(), listen = %settings.listen, wakeups = settings.wakeups, "worker started");
+    Ok(Running {
+        engines,
+        lanes,
+        tasks,
+        stop_tx,
+        api_stop_tx,
+        health,
+        driver,
+        pool,
+        lease: shortest_lease(&settings.policy),
+    })
+}
+
+impl Running {
+    /// The graceful stop (the module's description), within [`graceful_stop_bound`].
+    async fn stop(self) {
+        self.health.stopping();
+        for e in &self.engines {
+            e.begin_shutdown();
+        }
+        let _ = self.stop_tx.send(true);
+        stop(self.lanes, self.tasks, self.api_stop_tx, self.lease).await;
+        settle_owed_submits(&self.engines, SETTLE_OWED_WITHIN).await;
+        self.driver.close(CLOSE_CLIENTS_WITHIN).await;
+        self.pool.close().await;
+    }
+}
+
+/// The wake-up listener and the retention loop, as configured.
+fn background(
+    settings: &Settings,
+    pool: &PgPool,
+    waker: &Waker,
+    metrics: &Arc<Metrics>,
+    stop_rx: &watch::Receiver<bool>,
+) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
     if settings.wakeups {
         let (options, waker, m) = (
@@ -135,7 +232,6 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
         );
         tasks.spawn(wakeup::listen(options, waker, m, stop_rx.clone()));
     }
-    let (lanes, heartbeats) = spawn_lanes(&settings, &engines, &waker, &metrics, &stop_rx);
     if let Some(r) = settings.retention.clone() {
         let store = Metered::new(
             PgStore::new(pool.clone(), settings.policy.clone()),
@@ -149,37 +245,33 @@ pub async fn run(settings: Settings) -> Result<(), StartError> {
             stop_rx.clone(),
         ));
     }
-    let health = Arc::new(Health::new(
-        pool.clone(),
-        heartbeats,
-        stale_after(&settings),
-    ));
-    let state = app_state(&settings, &engines, ids, &metrics, &health)?;
-    // The API outlives the lanes: it answers (readiness 503 included) until they are done.
-    let (api_stop_tx, api_stop_rx) = watch::channel(false);
-    tasks.spawn(serve(
-        listener,
-        router(state, settings.max_body_bytes, settings.max_in_flight),
-        api_stop_rx,
-    ));
-    tracing::info!(lanes = engines.len(), listen = %settings.listen, wakeups = settings.wakeups, "worker started");
+    tasks
+}
 
-    let signal = signals.next().await;
-    signals.exit_on_next();
-    tracing::info!(
-        signal,
-        "stopping: no new claims; in-flight calls finish, the rest is released"
-    );
-    health.stopping();
-    for e in &engines {
-        e.begin_shutdown();
+/// The assistant check at start. `Ok(None)`: it passed. `Ok(Some(e))`: the Agent Server could
+/// not be asked (`e`, logged): the worker starts anyway and the check is retried in the
+/// background. `Err`: the server answered that the assistant does not exist or refused the
+/// credentials — a configuration error, refused at start.
+async fn assistant_at_start(
+    settings: &Settings,
+    peers: &PeerHealth,
+) -> Result<Option<CheckError>, StartError> {
+    match peers::check_assistant(&launcher(settings)?, peers).await {
+        Ok(()) => Ok(None),
+        Err(e) if e.is_definite() => Err(StartError::AgentServer(e.to_string())),
+        Err(e) => {
+            peers::log_check_failure(
+                &e,
+                "starting anyway, the check is retried in the background",
+            );
+            Ok(Some(e))
+        }
     }
-    let _ = stop_tx.send(true);
-    stop(lanes, tasks, api_stop_tx, shortest_lease(&settings.policy)).await;
-    settle_owed_submits(&engines, SETTLE_OWED_WITHIN).await;
-    driver.close(CLOSE_CLIENTS_WITHIN).await;
-    pool.close().await;
-    Ok(())
+}
+
+/// A launcher for the configured Agent Server (validated here; makes no request).
+fn launcher(settings: &Settings) -> Result<AgentServerLauncher, StartError> {
+    AgentServerLauncher::new(&settings.agent_server).map_err(|e| StartError::Config(e.to_string()))
 }
 
 fn app_state(
@@ -188,10 +280,10 @@ fn app_state(
     ids: RandomIds,
     metrics: &Arc<Metrics>,
     health: &Arc<Health>,
+    peers: &Arc<PeerHealth>,
 ) -> Result<AppState<WorkerEngine>, StartError> {
     let servers: BTreeSet<String> = settings.mcp.servers.keys().cloned().collect();
-    let threads = AgentServerLauncher::new(&settings.agent_server)
-        .map_err(|e| StartError::Config(e.to_string()))?;
+    let threads = PeerLauncher::new(launcher(settings)?, peers.clone());
     Ok(AppState {
         tasks: engines[0].clone(),
         ids: Arc::new(ids),
@@ -221,20 +313,22 @@ async fn serve(
     }
 }
 
+/// One engine per lane, each with its own launcher, all sharing `driver`; the driver and the
+/// launchers record their contacts in `peers`.
 fn engines(
     settings: &Settings,
     pool: &PgPool,
     metrics: &Arc<Metrics>,
     driver: &McpDriver,
+    peers: &Arc<PeerHealth>,
 ) -> Result<Vec<Arc<WorkerEngine>>, StartError> {
     (0..settings.lanes)
         .map(|i| {
-            let launcher = AgentServerLauncher::new(&settings.agent_server)
-                .map_err(|e| StartError::Config(e.to_string()))?;
+            let launcher = PeerLauncher::new(launcher(settings)?, peers.clone());
             let store = PgStore::new(pool.clone(), settings.policy.clone());
             Ok(Arc::new(Engine::new(
                 Metered::new(store, metrics.clone()),
-                driver.clone(),
+                PeerDriver::new(driver.clone(), peers.clone()),
                 launcher,
                 SystemClock,
                 worker_id(i),

@@ -6,6 +6,12 @@
 //! `3 × tick + 3 × min_lease_left` (a pass runs three loops, and a loop's external calls end
 //! within `min_lease_left` of starting).
 //!
+//! The body of `/readyz` also says how the worker's peers fared (`peers`: the Agent Server and
+//! each configured MCP server — whether the last contact succeeded, when one last succeeded and
+//! last failed, and what the assistant check found; see [`crate::peers`]). Peers never change
+//! the status code: readiness is about the worker's own ability (its database, its lanes), and
+//! a worker whose peers are down still serves the API and backs its calls off.
+//!
 //! `/readyz` needs no credentials, so its database check is shared: its result is kept for
 //! [`DB_CHECK_CACHE`], and callers arriving while a check runs wait for that one — at most one
 //! check at a time, at most one a second, however many callers. (The router's in-flight limit,
@@ -15,6 +21,7 @@ use super::{AppState, TaskService};
 use crate::clock::SystemClock;
 use crate::lane::Heartbeat;
 use crate::metrics::CONTENT_TYPE;
+use crate::peers::{PeerHealth, PeersReport};
 use crate::schema;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -42,6 +49,7 @@ pub struct Health {
     stopping: AtomicBool,
     /// The last database check: when it ended, and its problem if any.
     db_checked: Mutex<Option<(Instant, Option<String>)>>,
+    peers: Option<Arc<PeerHealth>>,
 }
 
 impl Health {
@@ -54,7 +62,19 @@ impl Health {
             stale_after,
             stopping: AtomicBool::new(false),
             db_checked: Mutex::new(None),
+            peers: None,
         }
+    }
+
+    /// The same, with `peers` shown in `/readyz`'s body.
+    pub fn with_peers(mut self, peers: Arc<PeerHealth>) -> Self {
+        self.peers = Some(peers);
+        self
+    }
+
+    /// The peers' health, when this readiness has a registry.
+    pub fn peers(&self) -> Option<PeersReport> {
+        self.peers.as_ref().map(|p| p.report())
     }
 
     /// From now on the worker reports itself unready (it is shutting down).
@@ -111,6 +131,9 @@ pub struct Readiness {
     pub ready: bool,
     /// What keeps it from being ready.
     pub problems: Vec<String>,
+    /// How the peers fared (never part of `ready`); absent when the worker keeps no registry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peers: Option<PeersReport>,
 }
 
 /// Liveness: the process answers.
@@ -120,7 +143,9 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Readiness: database reachable, schema current, loops passing.
+/// Readiness: database reachable, schema current, loops passing (the status code); and, in the
+/// body's `peers`, whether the Agent Server and each MCP server answered the last contact, with
+/// the times of the last success and the last failure (RFC 3339). Peers never make it 503.
 #[utoipa::path(get, path = "/readyz", tag = "operations", security(()),
     responses(
         (status = 200, description = "Ready", body = Readiness),
@@ -134,14 +159,26 @@ pub async fn readyz<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoR
         StatusCode::SERVICE_UNAVAILABLE
     };
     let ready = problems.is_empty();
-    (status, Json(Readiness { ready, problems }))
+    st.metrics.readiness(ready);
+    let peers = st.health.peers();
+    (
+        status,
+        Json(Readiness {
+            ready,
+            problems,
+            peers,
+        }),
+    )
 }
 
-/// The worker's metrics in the Prometheus text format.
+/// The worker's metrics in the Prometheus text format. Each scrape checks readiness first (the
+/// shared, cached check of `/readyz`), so `tasklatch_ready` is as fresh as the scrape.
 #[utoipa::path(get, path = "/metrics", tag = "operations", security(()),
     responses((status = 200, description = "OpenMetrics text", body = String,
         content_type = "application/openmetrics-text")))]
 pub async fn metrics<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoResponse {
+    let ready = st.health.problems().await.is_empty();
+    st.metrics.readiness(ready);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], st.metrics.render())
 }
 

@@ -7,6 +7,7 @@ use super::shapes::{
     Cancelled, NotificationStatus, Status, SubmitBody, Submitted, Task, TaskDetailBody, TaskList,
 };
 use super::{answers, tasks};
+use crate::peers::{AgentServerReport, AssistantState, PeerReport, PeersReport};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{Modify, OpenApi};
@@ -36,12 +37,13 @@ use utoipa::{Modify, OpenApi};
     components(schemas(
         SubmitBody, CancelByName, Submitted, Task, TaskDetailBody, TaskList, Cancelled,
         CancelResult, Status, NotificationStatus, ErrorBody, Readiness, AnswerBody, Answered,
-        AnswerResult, AnswerInfo, AnswerState
+        AnswerResult, AnswerInfo, AnswerState, PeersReport, AgentServerReport, PeerReport,
+        AssistantState
     )),
     modifiers(&BearerScheme),
     tags(
         (name = "tasks", description = "Remote tasks, scoped to (owner, thread)"),
-        (name = "operations", description = "Health, readiness, metrics")
+        (name = "operations", description = "Health, readiness (with the peers' health), metrics")
     )
 )]
 pub struct ApiDoc;
