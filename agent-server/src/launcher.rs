@@ -90,7 +90,7 @@ impl AgentServerLauncher {
         match self.thread_usable(&req.owner, &req.thread).await {
             Ok(true) => {}
             Ok(false) => return LaunchOutcome::ThreadGone,
-            Err(e) => return LaunchOutcome::Failed(e),
+            Err(e) => return LaunchOutcome::Unavailable(e),
         }
         match find_run(&self.http, &self.cfg, &req.thread, &req.key).await {
             Ok(Lookup::Found(seen)) => {
@@ -106,10 +106,10 @@ impl AgentServerLauncher {
                 "run lookup read its page limit without reaching the thread's first run"
             ),
             Ok(Lookup::Absent { .. }) => {}
-            Err(e) => return LaunchOutcome::Failed(e),
+            Err(e) => return LaunchOutcome::Unavailable(e),
         }
         if Instant::now() >= deadline {
-            return LaunchOutcome::Failed(failure(
+            return LaunchOutcome::Unavailable(failure(
                 "the call's deadline passed before the create; nothing was created",
             ));
         }
@@ -131,7 +131,7 @@ impl AgentServerLauncher {
         {
             Ok(answer) => answer,
             Err(e) => {
-                return LaunchOutcome::Failed(failure(format_args!(
+                return LaunchOutcome::Unavailable(failure(format_args!(
                     "create: {e}; the run may or may not exist"
                 )))
             }
@@ -140,6 +140,12 @@ impl AgentServerLauncher {
             200..=299 => created(&req.thread, &answer.body),
             409 => LaunchOutcome::Busy,
             404 => self.not_found().await,
+            status if unanswered_status(status) => {
+                LaunchOutcome::Unavailable(failure(format_args!(
+                    "create: HTTP {status}: {}; the run may or may not exist",
+                    self.http.redactor().body_detail(&answer.body)
+                )))
+            }
             status => LaunchOutcome::Failed(failure(format_args!(
                 "create: HTTP {status}: {}",
                 self.http.redactor().body_detail(&answer.body)
@@ -151,11 +157,21 @@ impl AgentServerLauncher {
     async fn not_found(&self) -> LaunchOutcome {
         match self.check().await {
             Ok(()) => LaunchOutcome::ThreadGone,
+            Err(e @ CheckError::Unavailable(_)) => LaunchOutcome::Unavailable(failure(
+                format_args!("create answered 404 and the assistant check says: {e}"),
+            )),
             Err(e) => LaunchOutcome::Failed(failure(format_args!(
                 "create answered 404 and the assistant check says: {e}"
             ))),
         }
     }
+}
+
+/// Whether a create's HTTP status says the server could not take the request now (a timeout
+/// at a proxy, rate limiting, a 5xx): waited out, never counted against the failure budget
+/// (DOMAIN §3). Any other refusal is the request's own.
+fn unanswered_status(status: u16) -> bool {
+    matches!(status, 408 | 429 | 500..=599)
 }
 
 /// A 2xx answer to a create: the run, if it is a valid run of this thread.
@@ -184,7 +200,7 @@ impl Launcher for AgentServerLauncher {
         let budget = 2 * self.cfg.request_timeout;
         let outcome = match tokio::time::timeout(budget, self.launch(&req, Instant::now())).await {
             Ok(outcome) => outcome,
-            Err(_) => LaunchOutcome::Failed(failure(format_args!(
+            Err(_) => LaunchOutcome::Unavailable(failure(format_args!(
                 "no outcome within {} ms; the run may or may not exist",
                 budget.as_millis()
             ))),

@@ -51,7 +51,7 @@ pub async fn second_look(
         Ok(Lookup::ThreadGone) => return LaunchOutcome::ThreadGone,
         Err(e) => {
             rollback(http, thread, &mine, deadline).await;
-            return LaunchOutcome::Failed(failure(format_args!(
+            return LaunchOutcome::Unavailable(failure(format_args!(
                 "second look: {e}; the new run was rolled back"
             )));
         }

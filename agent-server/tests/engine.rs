@@ -154,6 +154,8 @@ fn policy() -> Policy {
         max_run_life: Duration::from_secs(60),
         max_clock_skew: Duration::from_secs(2),
         submit_grace: Duration::from_secs(60),
+        max_unavailable: Duration::from_secs(24 * 60 * 60),
+        max_unavailable_backoff: Duration::from_secs(1),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Limits and timings. Every loop, string and retry has an explicit bound, and they all live here.
 
+use crate::time::Timestamp;
 use std::time::Duration;
 
 /// Failed deliveries of one snapshot before it is dead-lettered (DOMAIN §3).
@@ -113,6 +114,14 @@ pub struct Policy {
     /// submitting worker retries its handle write until the store answers, so this must
     /// comfortably exceed a store outage the worker is expected to ride out.
     pub submit_grace: Duration,
+    /// The longest a notification or a cancel waits out a peer that cannot be reached, times
+    /// out or answers 5xx (DOMAIN §3, §6): unavailability never spends a failure budget, and
+    /// only this time limit, counted from the first unanswered call of the episode, ends it as
+    /// a dead letter of its own reason.
+    pub max_unavailable: Duration,
+    /// Upper bound of the backoff while a peer is unavailable (`retry_base × 2^n`, capped):
+    /// short, so delivery resumes soon after the peer is back.
+    pub max_unavailable_backoff: Duration,
 }
 
 impl Default for Policy {
@@ -133,6 +142,8 @@ impl Default for Policy {
             max_run_life: Duration::from_secs(30 * 60),
             max_clock_skew: Duration::from_secs(2),
             submit_grace: Duration::from_secs(10 * 60),
+            max_unavailable: Duration::from_secs(24 * 60 * 60),
+            max_unavailable_backoff: Duration::from_secs(60),
         }
     }
 }
@@ -151,6 +162,23 @@ impl Policy {
             failures.saturating_sub(1),
             self.max_retry_backoff,
         )
+    }
+}
+
+impl Policy {
+    /// The delay before the next call after `outages` unanswered calls in a row (the first
+    /// waits `retry_base`), at most `max_unavailable_backoff`.
+    pub fn unavailable_delay(&self, outages: u32) -> Duration {
+        Self::backoff(
+            self.retry_base,
+            outages.saturating_sub(1),
+            self.max_unavailable_backoff,
+        )
+    }
+
+    /// Whether an outage that began at `since` has lasted `max_unavailable` by `now`.
+    pub fn outage_too_long(&self, since: Option<Timestamp>, now: Timestamp) -> bool {
+        since.is_some_and(|s| now.since(s) >= self.max_unavailable)
     }
 }
 

@@ -136,8 +136,12 @@ pub enum LaunchOutcome {
     Busy,
     /// 404: the thread does not exist (deleted); nothing was created.
     ThreadGone,
-    /// Any other failure; the run may or may not exist.
+    /// The launch was refused for the request itself (a 4xx other than 404 and 409, an answer
+    /// that makes no sense): counted against the failure budget; the run may or may not exist.
     Failed(String),
+    /// The launcher could not be reached, timed out or answered 5xx: not a failure of the event
+    /// (DOMAIN §3), waited out; the run may or may not exist, so the same key is retried.
+    Unavailable(String),
 }
 
 /// A run's state as the launcher reports it.
@@ -179,7 +183,9 @@ impl RunStatus {
 pub trait Launcher: Send + Sync {
     /// Starts (or finds, for a repeated key) the run for `req.key`.
     fn start_run(&self, req: RunRequest) -> impl Future<Output = LaunchOutcome> + Send;
-    /// The state of `run`, started on `thread`; `Err` when the launcher could not be asked.
+    /// The state of `run`, started on `thread`; `Err` when the launcher could not be asked
+    /// (unreachable, timed out, 5xx, an answer that could not be read): unavailability, waited
+    /// out and never counted against the failure budget.
     /// (Agent servers address runs under their thread, so the thread is always given.)
     fn run_status(
         &self,

@@ -162,6 +162,8 @@ text_enum!(
         ThreadGone = "thread_gone",
         /// The failure budget was spent.
         Budget = "budget",
+        /// The launcher stayed unreachable (or answered 5xx) for `max_unavailable`.
+        Unavailable = "unavailable",
     }
 );
 

@@ -199,7 +199,7 @@ pub struct Release {
     pub retry_at: Timestamp,
     /// An unexpected error: counted as a failure (notify and cancel loops). `None` for the
     /// worker's own shutdown and for a lease too short to start an external call, which never
-    /// count. (A failed run lookup is not a release: it is [`NotifyAction::LookupFailed`].)
+    /// count. (An unanswered run lookup is not a release: it is [`NotifyAction::LookupUnavailable`].)
     pub error: Option<String>,
 }
 

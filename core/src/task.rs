@@ -75,6 +75,16 @@ pub struct Outbox {
     /// letter from this alone ([`crate::transitions::retention`]). `None` before the first end.
     #[serde(default)]
     pub settled_at: Option<Timestamp>,
+    /// When the launcher's current unavailability began for this notification: the first
+    /// launch or lookup of the episode that it did not answer (unreachable, timed out, 5xx).
+    /// Cleared by any answer. Never a failure (DOMAIN §3); only
+    /// [`crate::policy::Policy::max_unavailable`] past it ends the dispatch.
+    #[serde(default)]
+    pub unavailable_since: Option<Timestamp>,
+    /// Unanswered launcher calls in a row for this notification: the exponent of its
+    /// unavailability backoff. Reset by any answer.
+    #[serde(default)]
+    pub outages: u32,
 }
 
 impl Outbox {
@@ -99,6 +109,8 @@ impl Outbox {
             last_error: None,
             dead_letter: None,
             settled_at: None,
+            unavailable_since: None,
+            outages: 0,
         }
     }
 
@@ -125,6 +137,14 @@ pub struct CancelState {
     pub failures: u32,
     /// The last cancel error (bounded).
     pub last_error: Option<String>,
+    /// When the remote server's current unavailability began for this cancel (unreachable,
+    /// timed out, 5xx, rate limited): never a failure (DOMAIN §6); only
+    /// [`crate::policy::Policy::max_unavailable`] past it dead-letters the cancel.
+    #[serde(default)]
+    pub unavailable_since: Option<Timestamp>,
+    /// Unanswered remote cancels in a row: the exponent of the unavailability backoff.
+    #[serde(default)]
+    pub outages: u32,
 }
 
 impl CancelState {
@@ -138,6 +158,8 @@ impl CancelState {
             claims: 0,
             failures: 0,
             last_error: None,
+            unavailable_since: None,
+            outages: 0,
         }
     }
 }

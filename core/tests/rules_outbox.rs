@@ -163,7 +163,7 @@ fn row_none_pending_delivered_dead_letter_to_pending_on_a_new_version() {
 
     // delivered: counters and dispatch fields reset
     let mut o = dispatched_v1();
-    act(&mut o, NotifyAction::LookupFailed("flaky".into()), at(11));
+    act(&mut o, NotifyAction::RunFailed("flaky".into()), at(11));
     take(&mut o, at(20));
     act(&mut o, NotifyAction::RunSucceeded, at(21));
     assert_eq!(o.status, NotifyStatus::Delivered);

@@ -87,6 +87,7 @@ enum Launch {
     Busy,
     ThreadGone,
     Failed,
+    Unavailable,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -94,7 +95,7 @@ enum RunOutcome {
     Succeeded,
     Failed,
     Pending,
-    LookupFailed,
+    LookupUnavailable,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -205,7 +206,8 @@ fn launch() -> impl Strategy<Value = Launch> {
         3 => Just(Launch::Launched),
         2 => Just(Launch::Busy),
         1 => Just(Launch::ThreadGone),
-        5 => Just(Launch::Failed)
+        5 => Just(Launch::Failed),
+        3 => Just(Launch::Unavailable)
     ]
 }
 
@@ -214,7 +216,7 @@ fn run_outcome() -> impl Strategy<Value = RunOutcome> {
         2 => Just(RunOutcome::Succeeded),
         5 => Just(RunOutcome::Failed),
         1 => Just(RunOutcome::Pending),
-        2 => Just(RunOutcome::LookupFailed)
+        2 => Just(RunOutcome::LookupUnavailable)
     ]
 }
 
@@ -615,7 +617,7 @@ impl Sut {
                 RunOutcome::Succeeded => NotifyAction::RunSucceeded,
                 RunOutcome::Failed => NotifyAction::RunFailed("run ended: error".into()),
                 RunOutcome::Pending => NotifyAction::RunPending,
-                RunOutcome::LookupFailed => NotifyAction::LookupFailed("lookup".into()),
+                RunOutcome::LookupUnavailable => NotifyAction::LookupUnavailable("lookup".into()),
             }
         } else {
             match launch {
@@ -625,7 +627,8 @@ impl Sut {
                 }
                 Launch::Busy => NotifyAction::Busy,
                 Launch::ThreadGone => NotifyAction::ThreadGone,
-                Launch::Failed => NotifyAction::LaunchFailed("502".into()),
+                Launch::Failed => NotifyAction::LaunchFailed("400".into()),
+                Launch::Unavailable => NotifyAction::LaunchUnavailable("502".into()),
             }
         };
         let p = &prev[&id];
@@ -958,12 +961,28 @@ fn check_notify_action(p: &Outbox, n: &Outbox, action: &NotifyAction) {
             );
             assert_eq!(n.run_id, p.run_id);
         }
-        NotifyAction::LookupFailed(_) => {
+        NotifyAction::LookupUnavailable(_) => {
             assert_eq!(
                 (n.status, n.failures),
-                (NotifyStatus::Dispatched, p.failures + 1)
+                (NotifyStatus::Dispatched, p.failures),
+                "an unanswered lookup is waited out, never counted"
             );
             assert_eq!(n.dispatch_attempt, p.dispatch_attempt);
+            assert_eq!(n.outages, p.outages + 1);
+            assert!(n.unavailable_since.is_some());
+            assert!(p.unavailable_since.is_none() || n.unavailable_since == p.unavailable_since);
+        }
+        NotifyAction::LaunchUnavailable(_) => {
+            assert_eq!(
+                n.failures, p.failures,
+                "an unanswered launch is not counted"
+            );
+            assert_eq!(n.dispatch_attempt, p.dispatch_attempt, "the same key");
+            assert_eq!(n.outages, p.outages + 1);
+            assert!(matches!(
+                n.status,
+                NotifyStatus::Pending | NotifyStatus::None
+            ));
         }
         NotifyAction::BudgetExhausted => {
             assert_eq!(n.dead_letter, Some((dv, DeadLetterReason::Budget)));
@@ -1140,13 +1159,14 @@ impl ReferenceStateMachine for DeliveryModel {
         let launch = prop_oneof![
             3 => Just(Launch::Launched),
             1 => Just(Launch::Busy),
-            6 => Just(Launch::Failed)
+            6 => Just(Launch::Failed),
+            2 => Just(Launch::Unavailable)
         ];
         let run = prop_oneof![
             1 => Just(RunOutcome::Succeeded),
             6 => Just(RunOutcome::Failed),
             1 => Just(RunOutcome::Pending),
-            2 => Just(RunOutcome::LookupFailed)
+            2 => Just(RunOutcome::LookupUnavailable)
         ];
         let poll = prop_oneof![
             2 => (0u8..4).prop_map(PollResult::InputRequired),

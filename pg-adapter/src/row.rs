@@ -235,6 +235,8 @@ fn outbox(row: &PgRow) -> Result<Outbox, StoreError> {
         busy_count: u32_of(get(row, "busy_count")?, "busy_count")?,
         last_error: get(row, "notify_last_error")?,
         dead_letter: dead_letter(row)?,
+        unavailable_since: ts_opt(row, "notify_unavailable_since")?,
+        outages: u32_of(get(row, "notify_outages")?, "notify_outages")?,
     })
 }
 
@@ -247,6 +249,8 @@ fn cancel(row: &PgRow) -> Result<CancelState, StoreError> {
         claims: u64_of(get(row, "cancel_claims")?, "cancel_claims")?,
         failures: u32_of(get(row, "cancel_failures")?, "cancel_failures")?,
         last_error: get(row, "cancel_last_error")?,
+        unavailable_since: ts_opt(row, "cancel_unavailable_since")?,
+        outages: u32_of(get(row, "cancel_outages")?, "cancel_outages")?,
     })
 }
 

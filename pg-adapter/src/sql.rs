@@ -157,7 +157,7 @@ mod tests {
     use super::*;
 
     /// Every column of `tasks`, in table order: the row `decode_task` reads.
-    const TASK_COLUMNS: [&str; 61] = [
+    const TASK_COLUMNS: [&str; 65] = [
         "id",
         "owner",
         "thread",
@@ -219,6 +219,10 @@ mod tests {
         "launched_at",
         "answer_answered_ids",
         "notify_settled_at",
+        "notify_unavailable_since",
+        "notify_outages",
+        "cancel_unavailable_since",
+        "cancel_outages",
     ];
 
     fn all_statements() -> Vec<&'static str> {

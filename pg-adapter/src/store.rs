@@ -126,6 +126,14 @@ impl PgStore {
             .collect()
     }
 
+    /// `now + unavailable_delay(n)` for n = 0..=[`DUE_TABLE`] (the backoff of work waiting out
+    /// an unavailable peer, indexed by its unanswered calls in a row).
+    fn outage_due_table(&self, now: Timestamp) -> Vec<i64> {
+        (0..=DUE_TABLE)
+            .map(|n| now.plus(self.inner.policy.unavailable_delay(n)).as_micros())
+            .collect()
+    }
+
     /// Runs a guarded batch write. Rows of the batch are independent; a task named twice is
     /// handled in order (the second occurrence sees the first one's effect), by running the
     /// k-th occurrences of every task as round k, all in one transaction.
@@ -458,7 +466,8 @@ fn notify_kind(a: &NotifyAction) -> (&'static str, Option<String>, Option<String
         NotifyAction::RunFailed(e) => ("run_failed", None, Some(stored_error(e))),
         NotifyAction::RunOutlived(e) => ("run_outlived", None, Some(stored_error(e))),
         NotifyAction::RunPending => ("run_pending", None, None),
-        NotifyAction::LookupFailed(e) => ("lookup_failed", None, Some(stored_error(e))),
+        NotifyAction::LookupUnavailable(e) => ("lookup_unavailable", None, Some(stored_error(e))),
+        NotifyAction::LaunchUnavailable(e) => ("launch_unavailable", None, Some(stored_error(e))),
         NotifyAction::BudgetExhausted => ("budget_exhausted", None, None),
     }
 }
@@ -556,6 +565,10 @@ fn bind_row(q: PgQuery, row: &TaskRow) -> PgQuery {
         .bind(c.last_error.as_deref().map(storable))
         .bind(micros(o.launched_at))
         .bind(micros(o.settled_at))
+        .bind(micros(o.unavailable_since))
+        .bind(i64::from(o.outages))
+        .bind(micros(c.unavailable_since))
+        .bind(i64::from(c.outages))
 }
 
 impl Store for PgStore {
@@ -708,6 +721,8 @@ impl Store for PgStore {
         let sql = self.inner.writes.finish_notifications;
         let check_due = now.plus(self.inner.policy.run_check_interval).as_micros();
         let due = self.due_table(now);
+        let outage_due = self.outage_due_table(now);
+        let outage_cutoff = now.minus(self.inner.policy.max_unavailable).as_micros();
         self.write_rounds(writes.len(), plan, |round| {
             let (ids, owners, tokens) = lease_arrays(
                 round
@@ -736,6 +751,8 @@ impl Store for PgStore {
                 .bind(now.as_micros())
                 .bind(check_due)
                 .bind(due.clone())
+                .bind(outage_due.clone())
+                .bind(outage_cutoff)
         })
         .await
     }

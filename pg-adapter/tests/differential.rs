@@ -82,7 +82,8 @@ enum NotifyPick {
     RunSucceeded,
     RunFailed(String),
     RunPending,
-    LookupFailed(String),
+    LookupUnavailable(String),
+    LaunchUnavailable(String),
     BudgetExhausted,
 }
 
@@ -260,7 +261,8 @@ fn notify_pick() -> impl Strategy<Value = NotifyPick> {
         2 => Just(NotifyPick::RunSucceeded),
         1 => error_text().prop_map(NotifyPick::RunFailed),
         1 => Just(NotifyPick::RunPending),
-        1 => error_text().prop_map(NotifyPick::LookupFailed),
+        1 => error_text().prop_map(NotifyPick::LookupUnavailable),
+        1 => error_text().prop_map(NotifyPick::LaunchUnavailable),
         1 => Just(NotifyPick::BudgetExhausted),
     ]
 }
@@ -463,7 +465,8 @@ fn notify_action(pick: &NotifyPick) -> NotifyAction {
         NotifyPick::RunSucceeded => NotifyAction::RunSucceeded,
         NotifyPick::RunFailed(e) => NotifyAction::RunFailed(e.clone()),
         NotifyPick::RunPending => NotifyAction::RunPending,
-        NotifyPick::LookupFailed(e) => NotifyAction::LookupFailed(e.clone()),
+        NotifyPick::LookupUnavailable(e) => NotifyAction::LookupUnavailable(e.clone()),
+        NotifyPick::LaunchUnavailable(e) => NotifyAction::LaunchUnavailable(e.clone()),
         NotifyPick::BudgetExhausted => NotifyAction::BudgetExhausted,
     }
 }

@@ -172,6 +172,12 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     let mut ignoring = ChaCha8Rng::seed_from_u64(seed ^ STUBBORN_STREAM);
     faults.extend(stubborn_runs(&mut ignoring));
     faults.sort_by_key(|f| f.at_ms);
+    // Outages of the Agent Server and of the MCP server lasting minutes, up to a later heal,
+    // from a stream of their own.
+    let mut peers_down = ChaCha8Rng::seed_from_u64(seed ^ PEER_OUTAGE_STREAM);
+    let (outages, chaos_ms) = peer_outages(&mut peers_down, workers);
+    faults.extend(outages);
+    faults.sort_by_key(|f| f.at_ms);
     // Disguised injections in the servers' texts, from a stream of their own.
     let mut disguising = ChaCha8Rng::seed_from_u64(seed ^ DISGUISE_STREAM);
     crate::disguise::disguise_texts(&mut disguising, &mut tasks);
@@ -181,7 +187,7 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         seed,
         workers,
         lanes,
-        chaos_ms: CHAOS_MS,
+        chaos_ms,
         tasks,
         user,
         faults,
@@ -239,6 +245,40 @@ fn store_outages(rng: &mut ChaCha8Rng, tasks: &[TaskPlan]) -> Vec<Fault> {
         down(at_ms, first),
         down(at_ms + first + gap, window - first - gap),
     ]
+}
+
+/// Mixed into the seed for the peer outages ("peerdown" in ASCII).
+const PEER_OUTAGE_STREAM: u64 = 0x7065_6572_646f_776e;
+
+/// How much longer the chaos lasts on a seed that draws a peer outage: the outage runs up to
+/// the heal, so it lasts minutes (DOMAIN §3, §6: waited out, never counted).
+const PEER_OUTAGE_EXTRA_MS: u64 = 120_000;
+
+/// On one seed in five each, every worker loses the Agent Server (the gateway) and, apart, the
+/// MCP server, from 10 to 50 s into the chaos until the heal, which comes two minutes later
+/// than on other seeds: outages of 4 to 5 minutes, through which notifications, cancels and
+/// answers stay due. Nothing may be dead-lettered for them, and everything must be delivered
+/// after the heal (the checker's lost rule excuses no outage). Returns the faults and the
+/// plan's chaos length.
+fn peer_outages(rng: &mut ChaCha8Rng, workers: u32) -> (Vec<Fault>, u64) {
+    let drawn: Vec<Service> = [Service::Gateway, Service::Mcp]
+        .into_iter()
+        .filter(|_| rng.random_bool(0.2))
+        .collect();
+    if drawn.is_empty() {
+        return (Vec::new(), CHAOS_MS);
+    }
+    let chaos_ms = CHAOS_MS + PEER_OUTAGE_EXTRA_MS;
+    let mut out = Vec::new();
+    for service in drawn {
+        let at_ms = rng.random_range(10_000..50_000);
+        out.extend((0..workers).map(|worker| Fault {
+            at_ms,
+            for_ms: chaos_ms - at_ms,
+            kind: FaultKind::Partition { worker, service },
+        }));
+    }
+    (out, chaos_ms)
 }
 
 /// On two seeds in five, a window in which started runs ignore interrupts and succeed after

@@ -51,6 +51,10 @@ pub const RETENTION_EVERY: Duration = Duration::from_secs(5);
 /// crash's untracked ending is seen within a run.
 pub const SUBMIT_GRACE_SECS: u64 = 90;
 
+/// How long a simulated notification or cancel waits out an unavailable peer: far beyond any
+/// outage a plan draws, so every dead letter of reason `unavailable` is a bug.
+pub const MAX_UNAVAILABLE_SECS: u64 = 3_600;
+
 /// The timings the simulated engines run with: short, so a few minutes of simulated time see
 /// many leases expire. `min_lease_left` exceeds the longest call deadline plus the largest
 /// clock skew a plan may hold, so no external call outlives its lease.
@@ -71,6 +75,8 @@ pub fn sim_policy() -> Policy {
         max_run_life: Duration::from_secs(MAX_RUN_LIFE_SECS),
         max_clock_skew: Duration::from_millis(MAX_SKEW_MS),
         submit_grace: Duration::from_secs(SUBMIT_GRACE_SECS),
+        max_unavailable: Duration::from_secs(MAX_UNAVAILABLE_SECS),
+        max_unavailable_backoff: Duration::from_secs(10),
     }
 }
 

@@ -161,10 +161,8 @@ impl<S> Metered<S> {
                 m.delivery_failed(DeliveryFailure::Run);
                 tracing::warn!(task = %task, version = v, error = ?shown(e), "run outlived max_run_life; its id is kept and looked at before the next attempt");
             }
-            NotifyAction::LookupFailed(e) => {
-                m.delivery_failed(DeliveryFailure::Lookup);
-                tracing::warn!(task = %task, version = v, error = ?shown(e), "run lookup failed");
-            }
+            // Waited out, never a failure: the engine logs the episode's first unanswered call.
+            NotifyAction::LaunchUnavailable(_) | NotifyAction::LookupUnavailable(_) => {}
             NotifyAction::RunPending => {}
             NotifyAction::BudgetExhausted => {
                 m.dead_letter(DeadLetter::Budget);

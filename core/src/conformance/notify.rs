@@ -195,21 +195,86 @@ pub async fn notify_run_failed_bumps_attempt<S: Store>(s: &S) {
     assert_eq!(c.row.outbox.dispatch_attempt, 1);
 }
 
-/// A failed run lookup counts a failure and keeps the run.
-pub async fn notify_lookup_failed_counts<S: Store>(s: &S) {
+/// An unanswered run lookup is waited out (DOMAIN §3): no failure counted, the run kept, the
+/// episode's start kept across unanswered calls and the backoff doubling; once the outage has
+/// lasted `max_unavailable` the snapshot is dead-lettered with a reason of its own.
+pub async fn notify_lookup_unavailable_waits_uncounted<S: Store>(s: &S) {
     let c = with_event(s, RemoteStatus::Completed).await;
     notify(s, &c, NotifyAction::Launched(RunId::from("run-1")), 2)
         .await
         .unwrap();
     let c = claim(s, LeaseKind::Notify, "n", t(12), 10).await.remove(0);
-    let out = notify(s, &c, NotifyAction::LookupFailed("gateway down".into()), 12)
-        .await
-        .unwrap();
+    let out = notify(
+        s,
+        &c,
+        NotifyAction::LookupUnavailable("gateway down".into()),
+        12,
+    )
+    .await
+    .unwrap();
     assert_eq!(out.notify_status, NotifyStatus::Dispatched);
     let r = row(s, "a").await;
-    assert_eq!(r.outbox.failures, 1);
+    assert_eq!((r.outbox.failures, r.outbox.outages), (0, 1));
+    assert_eq!(r.outbox.unavailable_since, Some(t(12)));
     assert_eq!(r.outbox.run_id, Some(RunId::from("run-1")));
     assert_eq!(r.outbox.last_error.as_deref(), Some("gateway down"));
+    assert_eq!(r.outbox.due_at, t(12).plus(policy().unavailable_delay(1)));
+    let c = claim(s, LeaseKind::Notify, "n", t(30), 10).await.remove(0);
+    notify(
+        s,
+        &c,
+        NotifyAction::LookupUnavailable("still down".into()),
+        30,
+    )
+    .await
+    .unwrap();
+    let r = row(s, "a").await;
+    assert_eq!((r.outbox.failures, r.outbox.outages), (0, 2));
+    assert_eq!(
+        r.outbox.unavailable_since,
+        Some(t(12)),
+        "the episode's start"
+    );
+    assert_eq!(r.outbox.due_at, t(30).plus(policy().unavailable_delay(2)));
+    let late = 12 + policy().max_unavailable.as_secs() as i64;
+    let c = claim(s, LeaseKind::Notify, "n", t(late), 10)
+        .await
+        .remove(0);
+    let out = notify(s, &c, NotifyAction::LookupUnavailable("a day".into()), late)
+        .await
+        .unwrap();
+    assert_eq!(out.notify_status, NotifyStatus::DeadLetter);
+    let r = row(s, "a").await;
+    assert_eq!(
+        r.outbox.dead_letter,
+        Some((1, DeadLetterReason::Unavailable))
+    );
+    assert_eq!(r.outbox.failures, 0);
+    assert_eq!(r.outbox.last_error.as_deref(), Some("a day"));
+}
+
+/// An unanswered launch retries the same key as pending, uncounted; the next answered step
+/// ends the episode.
+pub async fn notify_launch_unavailable_keeps_key_and_budget<S: Store>(s: &S) {
+    let c = with_event(s, RemoteStatus::Completed).await;
+    let out = notify(s, &c, NotifyAction::LaunchUnavailable("refused".into()), 2)
+        .await
+        .unwrap();
+    assert_eq!(out.notify_status, NotifyStatus::Pending);
+    let r = row(s, "a").await;
+    assert_eq!((r.outbox.failures, r.outbox.dispatch_attempt), (0, 0));
+    assert_eq!(
+        (r.outbox.outages, r.outbox.unavailable_since),
+        (1, Some(t(2)))
+    );
+    assert_eq!(r.outbox.dispatch_event, c.row.outbox.dispatch_event);
+    let c = claim(s, LeaseKind::Notify, "n", t(20), 10).await.remove(0);
+    notify(s, &c, NotifyAction::LaunchFailed("bad request".into()), 20)
+        .await
+        .unwrap();
+    let r = row(s, "a").await;
+    assert_eq!((r.outbox.failures, r.outbox.outages), (1, 0));
+    assert_eq!(r.outbox.unavailable_since, None);
 }
 
 /// A spent budget kills the snapshot, not the channel: a newer version reopens it.

@@ -221,7 +221,8 @@ pub async fn overview_counts<S: Store>(s: &S) {
         o.dead_letters,
         vec![
             (DeadLetterReason::ThreadGone, 1),
-            (DeadLetterReason::Budget, 0)
+            (DeadLetterReason::Budget, 0),
+            (DeadLetterReason::Unavailable, 0)
         ]
     );
     assert_eq!(o.undelivered, 1);

@@ -106,7 +106,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 Ok(failed) => {
                     NotifyAction::RunFailed(format!("run {run} ended: {}", failed.as_str()))
                 }
-                Err(e) => NotifyAction::LookupFailed(e),
+                Err(e) => NotifyAction::LookupUnavailable(e),
             }
         } else {
             let Some(event) = &o.dispatch_event else {
@@ -154,6 +154,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             LaunchOutcome::Busy => NotifyAction::Busy,
             LaunchOutcome::ThreadGone => NotifyAction::ThreadGone,
             LaunchOutcome::Failed(e) => NotifyAction::LaunchFailed(e),
+            LaunchOutcome::Unavailable(e) => NotifyAction::LaunchUnavailable(e),
         }
     }
 
@@ -176,7 +177,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 Some(self.still_going(c, deadline, run, going).await)
             }
             Ok(_) => None,
-            Err(e) => Some(NotifyAction::LookupFailed(e)),
+            Err(e) => Some(NotifyAction::LookupUnavailable(e)),
         }
     }
 
@@ -218,8 +219,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     }
 }
 
-/// Logs a failed step of a notification with its task, version and attempt (at `warn`: each
-/// is counted against the failure budget, or ends the notification).
+/// Logs a failed step of a notification with its task, version and attempt: at `warn` each one
+/// counted against the failure budget or ending the notification, and an unanswered launcher
+/// once per episode (its first unanswered call; the rest at `debug`).
 fn log_failure(task: &TaskId, o: &Outbox, action: &NotifyAction) {
     let (version, attempt) = (o.dispatch_version, o.dispatch_attempt);
     match action {
@@ -229,8 +231,12 @@ fn log_failure(task: &TaskId, o: &Outbox, action: &NotifyAction) {
         NotifyAction::RunFailed(error) | NotifyAction::RunOutlived(error) => {
             tracing::warn!(task = %task, version, attempt, error = %error, "notification run failed")
         }
-        NotifyAction::LookupFailed(error) => {
-            tracing::warn!(task = %task, version, attempt, error = %error, "notification run lookup failed")
+        NotifyAction::LaunchUnavailable(error) | NotifyAction::LookupUnavailable(error) => {
+            if o.outages == 0 {
+                tracing::warn!(task = %task, version, attempt, error = %error, "launcher unavailable: the notification waits it out (not a failure)")
+            } else {
+                tracing::debug!(task = %task, version, attempt, outages = o.outages, error = %error, "launcher still unavailable")
+            }
         }
         NotifyAction::ThreadGone => {
             tracing::warn!(task = %task, version, "thread gone (404): notification dead-lettered")

@@ -159,8 +159,13 @@ pub enum NotifyAction {
     Busy,
     /// 404: the thread is gone. Permanent.
     ThreadGone,
-    /// Any other launch error: counted; the same key is retried after backoff.
+    /// The launch was refused for the request itself: counted; the same key is retried after
+    /// backoff.
     LaunchFailed(String),
+    /// The launcher could not be reached, timed out or answered 5xx (the run may exist): not a
+    /// failure of the event (DOMAIN §3). The same key is retried after the unavailability
+    /// backoff; only an outage that has lasted `max_unavailable` dead-letters the snapshot.
+    LaunchUnavailable(String),
     /// The run ended successfully.
     RunSucceeded,
     /// The run failed, timed out, was interrupted or is missing: counted; next attempt.
@@ -172,8 +177,10 @@ pub enum NotifyAction {
     RunOutlived(String),
     /// The run is still going: look again later. Not a failure.
     RunPending,
-    /// The run's status could not be read: counted; look again after backoff.
-    LookupFailed(String),
+    /// The run's status could not be read (the launcher was not reached, timed out or answered
+    /// 5xx): not a failure, like [`NotifyAction::LaunchUnavailable`]; look again after the
+    /// unavailability backoff.
+    LookupUnavailable(String),
     /// The failure budget is spent (checked before any launch or lookup).
     BudgetExhausted,
 }
@@ -186,6 +193,10 @@ pub fn apply_action(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy
 
 fn apply(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) {
     o.lease = None;
+    if !action.unanswered() {
+        o.unavailable_since = None;
+        o.outages = 0;
+    }
     match action {
         NotifyAction::Launched(run) => {
             o.status = NotifyStatus::Dispatched;
@@ -228,6 +239,25 @@ fn apply(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) 
                 drop_undelivered(o);
             }
         }
+        NotifyAction::LaunchUnavailable(error) | NotifyAction::LookupUnavailable(error)
+            if policy.outage_too_long(o.unavailable_since, now) =>
+        {
+            o.last_error = Some(stored_error(&error));
+            o.unavailable_since = None;
+            o.outages = 0;
+            end_dispatch(o, Some(DeadLetterReason::Unavailable), now);
+        }
+        NotifyAction::LaunchUnavailable(error) => {
+            wait_out(o, &error, now, policy);
+            if mutation::active(Mutant::AttemptBumpedAfterLaunchError) {
+                o.dispatch_attempt += 1;
+            }
+            o.status = NotifyStatus::Pending;
+            if o.event.is_none() {
+                drop_undelivered(o);
+            }
+        }
+        NotifyAction::LookupUnavailable(error) => wait_out(o, &error, now, policy),
         NotifyAction::RunSucceeded => end_dispatch(o, None, now),
         NotifyAction::RunFailed(error) => {
             o.failures += 1;
@@ -247,13 +277,30 @@ fn apply(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) 
         NotifyAction::RunPending => {
             o.due_at = now.plus(policy.run_check_interval);
         }
-        NotifyAction::LookupFailed(error) => {
-            o.failures += 1;
-            o.last_error = Some(stored_error(&error));
-            o.due_at = now.plus(policy.retry_delay(o.failures));
-        }
         NotifyAction::BudgetExhausted => end_dispatch(o, Some(DeadLetterReason::Budget), now),
     }
+}
+
+impl NotifyAction {
+    /// Whether the launcher left the step's call unanswered (unreachable, timed out, 5xx).
+    pub fn unanswered(&self) -> bool {
+        matches!(
+            self,
+            NotifyAction::LaunchUnavailable(_) | NotifyAction::LookupUnavailable(_)
+        )
+    }
+}
+
+/// Waits out an unanswered call: the episode's start is kept (or set), the attempt is retried
+/// after the unavailability backoff, and no failure is counted (DOMAIN §3).
+fn wait_out(o: &mut Outbox, error: &str, now: Timestamp, policy: &Policy) {
+    o.unavailable_since.get_or_insert(now);
+    o.outages = o.outages.saturating_add(1);
+    if mutation::active(Mutant::UnavailabilityCounted) {
+        o.failures += 1;
+    }
+    o.last_error = Some(stored_error(error));
+    o.due_at = now.plus(policy.unavailable_delay(o.outages));
 }
 
 /// Ends the dispatch of the frozen snapshot: delivered (`dead` is `None`) or dead-lettered.

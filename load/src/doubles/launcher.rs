@@ -127,21 +127,23 @@ impl Launcher for FaultyLauncher {
         c.requests.fetch_add(1, Ordering::Relaxed);
         if self.roll(self.inner.faults.fail_before) {
             c.failed_before.fetch_add(1, Ordering::Relaxed);
-            return LaunchOutcome::Failed("injected: gateway unavailable".into());
+            return LaunchOutcome::Unavailable("injected: gateway unavailable".into());
         }
         let after = self.roll(self.inner.faults.fail_after);
         let outcome = self.inner.launcher.start_run(req).await;
         match &outcome {
             LaunchOutcome::Started(_) if after => {
                 c.failed_after.fetch_add(1, Ordering::Relaxed);
-                return LaunchOutcome::Failed(
+                return LaunchOutcome::Unavailable(
                     "injected: gateway timed out after creating the run".into(),
                 );
             }
             LaunchOutcome::Started(_) => c.started.fetch_add(1, Ordering::Relaxed),
             LaunchOutcome::Busy => c.busy.fetch_add(1, Ordering::Relaxed),
             LaunchOutcome::ThreadGone => c.gone.fetch_add(1, Ordering::Relaxed),
-            LaunchOutcome::Failed(_) => c.ledger_errors.fetch_add(1, Ordering::Relaxed),
+            LaunchOutcome::Failed(_) | LaunchOutcome::Unavailable(_) => {
+                c.ledger_errors.fetch_add(1, Ordering::Relaxed)
+            }
         };
         outcome
     }

@@ -128,6 +128,8 @@ pub fn stress_policy() -> Policy {
         // the skew guard is off (every engine shares one virtual clock).
         max_clock_skew: Duration::MAX,
         submit_grace: Duration::from_secs(10 * 60),
+        max_unavailable: Duration::from_secs(24 * 60 * 60),
+        max_unavailable_backoff: Duration::from_secs(60),
     }
 }
 

@@ -15,7 +15,8 @@ SELECT
     cancel_requested_at, cancel_status, cancel_due_at, cancel_lease_owner, cancel_lease_token,
     cancel_lease_expires_at, cancel_claims, cancel_failures, cancel_last_error,
     answer_request_id, answer_text, answer_status, answer_recorded_at, answer_attempt_token,
-    answer_error, launched_at, answer_answered_ids, notify_settled_at
+    answer_error, launched_at, answer_answered_ids, notify_settled_at,
+    notify_unavailable_since, notify_outages, cancel_unavailable_since, cancel_outages
 FROM tasks
 WHERE owner = $1 AND thread = $2
 ORDER BY remote_updated_at DESC, id

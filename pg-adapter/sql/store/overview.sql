@@ -10,6 +10,7 @@ SELECT
     count(*) FILTER (WHERE notify_status = 'dead_letter') AS s_dead_letter,
     count(*) FILTER (WHERE dead_letter_reason = 'thread_gone') AS dl_thread_gone,
     count(*) FILTER (WHERE dead_letter_reason = 'budget') AS dl_budget,
+    count(*) FILTER (WHERE dead_letter_reason = 'unavailable') AS dl_unavailable,
     count(*) FILTER (WHERE cancel_status = 'dead_letter') AS cancel_dead_letters,
     count(*) FILTER (WHERE event_version > notified_version) AS undelivered,
     COALESCE(sum(busy_count), 0)::bigint AS busy_total

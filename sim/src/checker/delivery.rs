@@ -58,8 +58,10 @@ fn count_deliveries(f: &Facts<'_>, v: &mut Verdict) {
 }
 
 /// Counted-failure evidence for (task, version) from what the launcher and the ports saw:
-/// failed runs, failed launches and failed lookups. It can only over-count the engine's own
-/// failure count, so it excuses a budget dead letter only when one may really have happened.
+/// failed runs, launches refused for the request itself, and lookups that found no run. A
+/// launch or lookup the launcher left unanswered (unreachable, timed out, 5xx) is no evidence:
+/// an outage is waited out, never counted (DOMAIN §3, §9). It can only over-count the engine's
+/// own failure count, so it excuses a budget dead letter only when one may really have happened.
 fn failure_evidence(f: &Facts<'_>, task_id: &str, version: u64) -> usize {
     let runs: BTreeSet<&str> = f
         .runs
@@ -83,7 +85,7 @@ fn failure_evidence(f: &Facts<'_>, task_id: &str, version: u64) -> usize {
                     && parse_key(key).is_some_and(|(t, ver, _)| t == task_id && ver == version)
             }
             Event::PortLookup { run, outcome, .. } => {
-                (outcome == "error" || outcome == "missing") && runs.contains(run.as_str())
+                outcome == "missing" && runs.contains(run.as_str())
             }
             _ => false,
         })
@@ -363,14 +365,16 @@ fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
                     && matches!(r.end, Some((e, s)) if e < l.entry && s != RunStatus::Success)
             })
             .count();
-        // A launch that only hands back the key's existing run starts nothing new.
+        // A launch that only hands back the key's existing run starts nothing new — also when
+        // its answer was lost to a 5xx after the run was found: the engine waits that out and
+        // asks again with the same key (DOMAIN §3).
         let reused = match l.answer {
             LaunchAnswer::Started { run } => f
                 .runs
                 .get(run.as_str())
                 .is_some_and(|r| r.created < l.entry),
             _ => false,
-        };
+        } || key_had_run(f, l.key, l.entry);
         if failed_before >= FAILURE_BUDGET as usize && !reused {
             v.push(
                 Invariant::Noisy,
@@ -383,6 +387,16 @@ fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
             );
         }
     }
+}
+
+/// Whether a launch served before history entry `before` created a run for `key`.
+fn key_had_run(f: &Facts<'_>, key: &str, before: usize) -> bool {
+    f.runs.values().any(|r| {
+        r.created < before
+            && f.launches
+                .iter()
+                .any(|x| x.entry == r.created && x.key == key)
+    })
 }
 
 /// Consecutive delivered versions whose events are the same, with no remote change between —

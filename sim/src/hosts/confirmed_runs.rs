@@ -1,7 +1,7 @@
 //! Coverage of "a run confirmed in the claim that launched it", as the store saw it: an
 //! accepted notification write that ends a run (`run_succeeded` or `run_failed`) when the
 //! task's previous accepted notification write did not dispatch a run (`launched`) or look at
-//! one (`run_pending`, `lookup_failed`). The engine then wrote the run's end once, without the
+//! one (`run_pending`, `lookup_unavailable`). The engine then wrote the run's end once, without the
 //! `dispatched` write and the later lookup claim.
 
 use crate::history::RowWrite;
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 const RUN_ENDS: [&str; 2] = ["run_succeeded", "run_failed"];
 
 /// Accepted notification writes that leave a run dispatched.
-const DISPATCHED: [&str; 3] = ["launched", "run_pending", "lookup_failed"];
+const DISPATCHED: [&str; 3] = ["launched", "run_pending", "lookup_unavailable"];
 
 /// Per task: the action of its last accepted notification write.
 #[derive(Default)]

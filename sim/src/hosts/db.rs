@@ -192,7 +192,8 @@ fn notify_action_name(a: &NotifyAction) -> &'static str {
         NotifyAction::RunFailed(_) => "run_failed",
         NotifyAction::RunOutlived(_) => "run_outlived",
         NotifyAction::RunPending => "run_pending",
-        NotifyAction::LookupFailed(_) => "lookup_failed",
+        NotifyAction::LookupUnavailable(_) => "lookup_unavailable",
+        NotifyAction::LaunchUnavailable(_) => "launch_unavailable",
         NotifyAction::BudgetExhausted => "budget_exhausted",
     }
 }

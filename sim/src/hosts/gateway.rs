@@ -242,7 +242,7 @@ async fn launch(
         ctx.fire(index, "gateway");
         (
             LaunchAnswer::Error,
-            LaunchOutcome::Failed("gateway error 503".into()),
+            LaunchOutcome::Unavailable("gateway error 503".into()),
         )
     } else {
         let (answer, outcome, created) = start(ctx, backend, state, &req, t).await;
@@ -252,7 +252,7 @@ async fn launch(
                 ctx.fire(index, "gateway");
                 (
                     LaunchAnswer::Error,
-                    LaunchOutcome::Failed("gateway error 500 after accepting the run".into()),
+                    LaunchOutcome::Unavailable("gateway error 500 after accepting the run".into()),
                 )
             }
             _ => (answer, outcome),
@@ -296,7 +296,7 @@ async fn start(
         .await
     {
         LedgerAnswer::Launch(Ok(o)) => o,
-        LedgerAnswer::Launch(Err(e)) => LaunchOutcome::Failed(e.to_string()),
+        LedgerAnswer::Launch(Err(e)) => LaunchOutcome::Unavailable(e.to_string()),
         _ => LaunchOutcome::Failed("ledger answered out of turn".into()),
     };
     let mut created_run = None;
@@ -329,7 +329,7 @@ async fn start(
             ctx.exercised("launcher_404_thread_gone", "gateway", None);
             LaunchAnswer::Gone
         }
-        LaunchOutcome::Failed(_) => LaunchAnswer::Error,
+        LaunchOutcome::Failed(_) | LaunchOutcome::Unavailable(_) => LaunchAnswer::Error,
     };
     (answer, outcome, created_run)
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use tasklatch_core::policy::FAILURE_BUDGET;
 
 /// Accepted notification writes that count a failure.
-const FAILURES: [&str; 3] = ["launch_failed", "run_failed", "lookup_failed"];
+const FAILURES: [&str; 3] = ["launch_failed", "run_failed", "run_outlived"];
 
 /// Accepted notification writes that end a snapshot's dispatch.
 const ENDS: [&str; 3] = ["run_succeeded", "thread_gone", "budget_exhausted"];

@@ -49,11 +49,11 @@ pub async fn start_run(l: &RpcLauncher, req: &RunRequest) -> LaunchOutcome {
                 }
             }
             Ok(Look::NotFound) => return not_found(l, deadline).await,
-            Err(e) => return LaunchOutcome::Failed(format!("run lookup: {e}")),
+            Err(e) => return LaunchOutcome::Unavailable(format!("run lookup: {e}")),
         }
     }
     if Instant::now() >= deadline {
-        return LaunchOutcome::Failed("the call's deadline passed before the create".into());
+        return LaunchOutcome::Unavailable("the call's deadline passed before the create".into());
     }
     l.caller.after_call().await;
     let mine = match create(l, req, deadline).await {
@@ -61,7 +61,7 @@ pub async fn start_run(l: &RpcLauncher, req: &RunRequest) -> LaunchOutcome {
         Ok(CreateAnswer::Busy) => return LaunchOutcome::Busy,
         Ok(CreateAnswer::NotFound) => return not_found(l, deadline).await,
         Ok(CreateAnswer::Error(e)) | Err(e) => {
-            return LaunchOutcome::Failed(format!("create: {e}; the run may exist"))
+            return LaunchOutcome::Unavailable(format!("create: {e}; the run may exist"))
         }
     };
     l.caller.after_call().await;
@@ -76,7 +76,9 @@ async fn second_look(l: &RpcLauncher, req: &RunRequest, mine: RunId) -> LaunchOu
         Ok(Look::NotFound) => return LaunchOutcome::ThreadGone,
         Err(e) => {
             cancel_all(l, &req.thread, std::slice::from_ref(&mine), deadline).await;
-            return LaunchOutcome::Failed(format!("second look: {e}; the new run was rolled back"));
+            return LaunchOutcome::Unavailable(format!(
+                "second look: {e}; the new run was rolled back"
+            ));
         }
     };
     match oldest_wins(Some(&mine), &seen) {
@@ -164,7 +166,7 @@ async fn cancel_all(l: &RpcLauncher, thread: &ThreadId, runs: &[RunId], deadline
 /// A 404: the thread is gone if the assistant exists (the server's 404 names either).
 async fn not_found(l: &RpcLauncher, deadline: Instant) -> LaunchOutcome {
     let Ok(time) = left(deadline) else {
-        return LaunchOutcome::Failed("404, and no time left to check the assistant".into());
+        return LaunchOutcome::Unavailable("404, and no time left to check the assistant".into());
     };
     match l
         .call_within(GatewayRequest::GetAssistant(ASSISTANT.into()), time)
@@ -174,6 +176,6 @@ async fn not_found(l: &RpcLauncher, deadline: Instant) -> LaunchOutcome {
         Ok(GatewayResponse::Assistant(false)) => {
             LaunchOutcome::Failed("404, and the assistant is missing".into())
         }
-        _ => LaunchOutcome::Failed("404, and the assistant check failed".into()),
+        _ => LaunchOutcome::Unavailable("404, and the assistant check failed".into()),
     }
 }

@@ -42,7 +42,7 @@ impl Launcher for RpcLauncher {
             match self.call(GatewayRequest::Launch(req)).await {
                 Ok(GatewayResponse::Launch(o)) => o,
                 Ok(_) => LaunchOutcome::Failed("unexpected answer from the launcher".into()),
-                Err(e) => LaunchOutcome::Failed(format!("launcher unreachable: {e}")),
+                Err(e) => LaunchOutcome::Unavailable(format!("launcher unreachable: {e}")),
             }
         };
         let text = match &outcome {
@@ -50,6 +50,7 @@ impl Launcher for RpcLauncher {
             LaunchOutcome::Busy => "busy".into(),
             LaunchOutcome::ThreadGone => "gone".into(),
             LaunchOutcome::Failed(_) => "failed".into(),
+            LaunchOutcome::Unavailable(_) => "unavailable".into(),
         };
         self.caller.ctx.history.record_about(
             &self.caller.host(),

@@ -143,6 +143,13 @@ pub struct EngineSection {
     /// How long a submit's saved intent waits for its remote task's id before the task is
     /// ended as "may have started but could not be tracked" (DOMAIN §7).
     pub submit_grace_ms: u64,
+    /// How long a notification or a cancel waits out a peer (Agent Server, MCP server) that
+    /// cannot be reached, times out or answers 5xx before it becomes a dead letter of reason
+    /// `unavailable`; an outage never spends a failure budget (DOMAIN §3, §6).
+    pub max_unavailable_ms: u64,
+    /// Upper bound of the backoff while a peer is unavailable: delivery and cancels resume
+    /// within it once the peer is back.
+    pub max_unavailable_backoff_ms: u64,
 }
 
 impl Default for EngineSection {
@@ -166,6 +173,8 @@ impl Default for EngineSection {
             max_run_life_ms: ms(p.max_run_life),
             max_clock_skew_ms: ms(p.max_clock_skew),
             submit_grace_ms: ms(p.submit_grace),
+            max_unavailable_ms: ms(p.max_unavailable),
+            max_unavailable_backoff_ms: ms(p.max_unavailable_backoff),
         }
     }
 }

@@ -253,6 +253,13 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
         max_run_life: ms("max_run_life_ms", e.max_run_life_ms)?,
         max_clock_skew: ms("max_clock_skew_ms", e.max_clock_skew_ms)?,
         submit_grace: ms("submit_grace_ms", e.submit_grace_ms)?,
+        max_unavailable: Duration::from_millis(in_range(
+            "engine.max_unavailable_ms",
+            e.max_unavailable_ms,
+            MIN_MAX_UNAVAILABLE_MS,
+            MAX_MAX_UNAVAILABLE_MS,
+        )?),
+        max_unavailable_backoff: ms("max_unavailable_backoff_ms", e.max_unavailable_backoff_ms)?,
     };
     if policy.max_run_life <= policy.run_check_interval {
         return Err(ConfigError::new(
@@ -289,6 +296,12 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
     }
     Ok(policy)
 }
+
+/// The shortest `engine.max_unavailable_ms` accepted: a peer's routine restart or deploy must
+/// never dead-letter what waits on it.
+const MIN_MAX_UNAVAILABLE_MS: u64 = 10 * 60 * 1_000;
+/// The longest `engine.max_unavailable_ms` accepted (30 days).
+const MAX_MAX_UNAVAILABLE_MS: u64 = 30 * 24 * 60 * 60 * 1_000;
 
 /// The shortest `engine.submit_grace_ms` accepted: a database failover takes 30 to 120 s.
 const MIN_SUBMIT_GRACE: Duration = Duration::from_secs(60);
