@@ -10,16 +10,18 @@
 //!
 //! `deploy/check` (CI) runs `promtool` and `systemd-analyze` on the same files.
 
+#[path = "support/example.rs"]
+mod example;
 #[path = "support/live.rs"]
 mod live;
 
+use example::example_settings;
 use live::{agent_server_double, config, free_port, settings, LiveWorker, ASSISTANT_FOUND};
 use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::Duration;
 use tasklatch_pg::harness::TestDb;
-use tasklatch_worker::config::load;
 use tasklatch_worker::run::graceful_stop_bound;
 
 fn deploy_file(path: &str) -> String {
@@ -120,14 +122,7 @@ fn the_unit_outwaits_the_graceful_stop_and_keeps_its_hardening() {
     let stop_secs: u64 = value("TimeoutStopSec")
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no TimeoutStopSec in seconds"));
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tasklatch.example.toml");
-    let env = |k: &str| match k {
-        "TASKLATCH_DATABASE_URL" => Some("postgres://tasklatch:pw@127.0.0.1:5432/tasklatch".into()),
-        "TASKLATCH_TOKEN_ALICE_SHA256" => Some("a".repeat(64)),
-        "RESEARCH_MCP_AUTHORIZATION" => Some("Bearer x".into()),
-        _ => None,
-    };
-    let settings = load(&path, &env).unwrap_or_else(|e| panic!("{e}"));
+    let settings = example_settings();
     let bound = graceful_stop_bound(&settings.policy);
     assert!(
         Duration::from_secs(stop_secs) > bound,

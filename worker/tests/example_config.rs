@@ -1,23 +1,21 @@
 //! The documented example configuration is a valid one (with its `env:` variables set), and
 //! its defaults are the ones the code uses.
 
+#[path = "support/example.rs"]
+mod example;
+
+use example::example_settings;
 use std::path::PathBuf;
 use tasklatch_worker::config::{load, Auth};
 
 #[test]
 fn the_example_file_loads() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tasklatch.example.toml");
-    let env = |k: &str| match k {
-        "TASKLATCH_DATABASE_URL" => Some("postgres://tasklatch:pw@127.0.0.1:5432/tasklatch".into()),
-        "TASKLATCH_TOKEN_ALICE_SHA256" => Some("a".repeat(64)),
-        "RESEARCH_MCP_AUTHORIZATION" => Some("Bearer x".into()),
-        _ => None,
-    };
-    let s = load(&path, &env).unwrap_or_else(|e| panic!("{e}"));
+    let s = example_settings();
     assert_eq!(s.lanes, 1);
     assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
     assert!(matches!(&s.auth, Auth::Tokens(t) if t.len() == 1));
     assert_eq!(s.mcp.servers.len(), 1);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tasklatch.example.toml");
     let missing = load(&path, &|_| None)
         .err()
         .map(|e| e.to_string())
