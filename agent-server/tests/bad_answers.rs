@@ -104,6 +104,19 @@ fn failed(outcome: LaunchOutcome, expect: &str) -> String {
     }
 }
 
+/// An outcome the engine waits out (DOMAIN §3: unreachable, timed out, 5xx, an unreadable
+/// lookup), with a clean message naming `expect`.
+fn unanswered(outcome: LaunchOutcome, expect: &str) -> String {
+    match outcome {
+        LaunchOutcome::Unavailable(message) => {
+            assert_clean(&message);
+            assert!(message.contains(expect), "{message:?} lacks {expect:?}");
+            message
+        }
+        other => panic!("expected Unavailable({expect:?}), got {other:?}"),
+    }
+}
+
 fn status_error(result: Result<RunStatus, String>, expect: &str) {
     match result {
         Err(message) => {
@@ -127,7 +140,7 @@ async fn an_html_error_page_is_a_bounded_clean_failure() {
         ..Routes::default()
     })
     .await;
-    let message = failed(outcome, "HTTP 502");
+    let message = unanswered(outcome, "HTTP 502");
     assert!(message.contains("[redacted]"), "{message:?}");
     assert!(seen
         .iter()
@@ -138,7 +151,7 @@ async fn an_html_error_page_is_a_bounded_clean_failure() {
         ..Routes::default()
     })
     .await;
-    failed(outcome, "run lookup: HTTP 500");
+    unanswered(outcome, "run lookup: HTTP 500");
     assert!(
         seen.iter().all(|s| s.method == "GET"),
         "no create after a failed lookup"
@@ -158,7 +171,7 @@ async fn a_huge_body_is_refused_while_it_is_read() {
             ..Routes::default()
         })
         .await;
-        failed(outcome, &format!("larger than {LIMIT} bytes"));
+        unanswered(outcome, &format!("larger than {LIMIT} bytes"));
         let f = fake(Routes {
             status: reply,
             ..Routes::default()
@@ -194,7 +207,7 @@ async fn a_success_without_a_valid_run_is_a_failure() {
         ..Routes::default()
     })
     .await;
-    failed(outcome, "not a list");
+    unanswered(outcome, "not a list");
 }
 
 #[tokio::test]
@@ -216,7 +229,7 @@ async fn a_slow_answer_fails_within_the_timeout() {
         let started = Instant::now();
         let (outcome, _) = launch_with(routes).await;
         let took = started.elapsed();
-        failed(outcome, "within");
+        unanswered(outcome, "within");
         assert!(
             took < Duration::from_millis(TIMEOUT_MS + 700),
             "a call must end within its timeout; took {took:?}"
@@ -263,7 +276,7 @@ async fn statuses_map_to_defined_outcomes() {
     let (invalid, _) = launch_with(create(422, r#"{"detail":"Invalid thread ID"}"#)).await;
     failed(invalid, "HTTP 422: Invalid thread ID");
     let (unavailable, _) = launch_with(create(503, "")).await;
-    failed(unavailable, "HTTP 503");
+    unanswered(unavailable, "HTTP 503");
     let (moved, seen) = launch_with(Routes {
         create: Reply {
             location: Some("http://127.0.0.1:9/elsewhere".into()),
@@ -340,7 +353,7 @@ async fn run_status_answers() {
 }
 
 #[tokio::test]
-async fn an_unreachable_server_is_a_failure_and_the_check_says_why() {
+async fn an_unreachable_server_is_waited_out_and_the_check_says_why() {
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
         l.local_addr().unwrap_or_else(|e| panic!("{e}")).port()
@@ -348,7 +361,7 @@ async fn an_unreachable_server_is_a_failure_and_the_check_says_why() {
     let mut config = AgentServerConfig::new(format!("http://127.0.0.1:{closed}"), "agent");
     config.headers.insert("x-api-key".into(), API_KEY.into());
     let l = AgentServerLauncher::new(&config).unwrap_or_else(|e| panic!("{e}"));
-    failed(l.start_run(request()).await, "cannot connect");
+    unanswered(l.start_run(request()).await, "cannot connect");
     match l.check().await {
         Err(CheckError::Unavailable(m)) => assert_clean(&m),
         other => panic!("{other:?}"),
