@@ -27,7 +27,7 @@ enum Command {
     Worker(cli::worker::WorkerArgs),
     /// Operator views of one owner's tasks in one thread: list, show, cancel.
     Tasks(cli::tasks::TasksArgs),
-    /// Operator view of dead letters.
+    /// Operator view of dead letters (notification and cancel) and their requeue.
     DeadLetters(cli::tasks::DeadLettersArgs),
 }
 

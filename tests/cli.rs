@@ -308,7 +308,7 @@ fn a_failing_campaign_prints_the_replay_command_of_each_failure() {
         "--workers",
         "2",
         "--mutant",
-        "busy-counted-as-failure",
+        "unavailability-counted",
     ]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
@@ -322,7 +322,7 @@ fn a_failing_campaign_prints_the_replay_command_of_each_failure() {
             .split(':')
             .next()
             .unwrap_or_default();
-        let replay = format!("  replay: cargo run --release --features mutations -- sim --seed {seed} --workers 2 --mutant busy-counted-as-failure");
+        let replay = format!("  replay: cargo run --release --features mutations -- sim --seed {seed} --workers 2 --mutant unavailability-counted");
         assert_eq!(lines.get(i + 1), Some(&replay.as_str()), "{text}");
     }
     assert!(text.ends_with(" failed\n"), "{text}");

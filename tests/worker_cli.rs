@@ -1,7 +1,8 @@
 //! The worker's command line without the peers: it refuses a schema that is behind (naming
 //! `tasklatch migrate`) and a bad configuration (naming the field), never printing a secret;
 //! `worker hash-token`; and the operator views (`tasks list|show|cancel`, `dead-letters list|requeue`)
-//! against a real Postgres, scoped to (owner, thread), without remote ids.
+//! against a real Postgres, scoped to (owner, thread), without remote ids; requeues of
+//! notification and cancel dead letters, by id and in bulk.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,11 +11,16 @@ use std::time::Duration;
 use tasklatch_core::ids::{OwnerId, TaskId, ThreadId, WorkerId};
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::policy::Policy;
+use tasklatch_core::ports::Clock;
 use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::{validate, RemoteReport};
-use tasklatch_core::store::{ClaimRequest, NotifyWrite, Store};
-use tasklatch_core::task::Identity;
+use tasklatch_core::status::CancelStatus;
+use tasklatch_core::store::{
+    CancelOutcome, CancelTarget, CancelWrite, ClaimRequest, NotifyWrite, Scope, Store,
+};
+use tasklatch_core::task::{Identity, TaskRow};
 use tasklatch_core::time::Timestamp;
+use tasklatch_core::transitions::cancel::CancelAction;
 use tasklatch_core::transitions::outbox::NotifyAction;
 use tasklatch_core::transitions::submit::new_row;
 use tasklatch_pg::harness::TestDb;
@@ -135,10 +141,43 @@ fn hash_token_prints_the_sha256_to_configure() {
     assert_eq!(lines[1], tasklatch_worker::token::hash_token(lines[0]));
 }
 
+/// A task of `owner` in thread t1 on `server`, first reported `status` at `at`; its remote id
+/// holds [`REMOTE_ID`].
+fn task_row(
+    id: &str,
+    owner: &str,
+    server: &str,
+    name: &str,
+    status: &str,
+    at: Timestamp,
+) -> TaskRow {
+    let remote = format!("{REMOTE_ID}-{id}");
+    let handle = RemoteHandle {
+        remote_task_id: Secret::new(remote.clone()),
+        driver_data: Secret::new("{}"),
+    };
+    let report = RemoteReport {
+        task_id: remote.clone(),
+        status: status.into(),
+        result: Some(format!("echo of {remote}")),
+        ..RemoteReport::default()
+    };
+    let first = validate(&report, &handle);
+    let identity = Identity {
+        task_id: TaskId::from(id),
+        owner: OwnerId::from(owner),
+        thread: ThreadId::from("t1"),
+        server: server.into(),
+        name: name.into(),
+        handle,
+        created_at: at,
+    };
+    new_row(identity, Some(first), at, &Policy::default())
+}
+
 /// Tasks in thread t1: alice's `done` (completed; its notification dead-lettered, thread
 /// gone), `twin` and `other` (working), and bob's `twin` (working).
 async fn seed(store: &PgStore) {
-    let policy = Policy::default();
     let now = Timestamp::from_micros(1_700_000_000_000_000);
     let specs = [
         ("alice", "done", "completed"),
@@ -147,41 +186,29 @@ async fn seed(store: &PgStore) {
         ("bob", "twin", "working"),
     ];
     for (i, (owner, name, status)) in specs.into_iter().enumerate() {
-        let remote = format!("{REMOTE_ID}-{i}");
-        let handle = RemoteHandle {
-            remote_task_id: Secret::new(remote.clone()),
-            driver_data: Secret::new("{}"),
-        };
-        let report = RemoteReport {
-            task_id: remote.clone(),
-            status: status.into(),
-            result: Some(format!("echo of {remote}")),
-            ..RemoteReport::default()
-        };
-        let first = validate(&report, &handle);
-        let identity = Identity {
-            task_id: TaskId::from(format!("tsk_cli_{i}")),
-            owner: OwnerId::from(owner),
-            thread: ThreadId::from("t1"),
-            server: "fix".into(),
-            name: name.into(),
-            handle,
-            created_at: now.plus(Duration::from_secs(i as u64)),
-        };
-        let row = new_row(identity, Some(first), now, &policy);
+        let at = now.plus(Duration::from_secs(i as u64));
+        let row = task_row(&format!("tsk_cli_{i}"), owner, "fix", name, status, at);
         store
             .insert_task(row)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
     }
-    let req = ClaimRequest {
+    thread_gone(store, now).await;
+}
+
+fn claim_req(now: Timestamp) -> ClaimRequest {
+    ClaimRequest {
         worker: WorkerId::from("cli-test"),
         now,
         lease_for: Duration::from_secs(60),
         limit: 10,
-    };
+    }
+}
+
+/// Dead-letters the one notification due at `now` (the thread is gone).
+async fn thread_gone(store: &PgStore, now: Timestamp) {
     let claimed = store
-        .claim(LeaseKind::Notify, req)
+        .claim(LeaseKind::Notify, claim_req(now))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
@@ -201,6 +228,80 @@ async fn seed(store: &PgStore) {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(written[0].is_ok(), "{written:?}");
+}
+
+/// Claims the cancel work due at `now` and applies `action` (of the task id) to each claimed
+/// task; their ids.
+async fn cancel_step(
+    store: &PgStore,
+    now: Timestamp,
+    action: impl Fn(&str) -> CancelAction,
+) -> Vec<String> {
+    let claimed = store
+        .claim(LeaseKind::Cancel, claim_req(now))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let writes = claimed
+        .iter()
+        .map(|c| CancelWrite {
+            task_id: c.row.id().clone(),
+            lease: c.lease.clone(),
+            action: action(c.row.id().as_str()),
+        })
+        .collect();
+    let written = store
+        .finish_cancels(writes, now)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(written.iter().all(|w| w.is_ok()), "{written:?}");
+    claimed.iter().map(|c| c.row.id().0.clone()).collect()
+}
+
+fn alice_t1() -> Scope {
+    Scope {
+        owner: OwnerId::from("alice"),
+        thread: ThreadId::from("t1"),
+    }
+}
+
+/// Alice's tasks in t1: `tsk_dl_0` (working on `fix`, its cancel dead-lettered: budget spent),
+/// `tsk_dl_1` (working on `other`, its cancel dead-lettered: the server was unavailable for
+/// `max_unavailable`), `tsk_dl_2` (completed on `fix`, its notification dead-lettered: thread
+/// gone).
+async fn seed_dead_letters(store: &PgStore) {
+    let now = Timestamp::from_micros(1_700_000_000_000_000);
+    let specs = [
+        ("tsk_dl_0", "fix", "working"),
+        ("tsk_dl_1", "other", "working"),
+        ("tsk_dl_2", "fix", "completed"),
+    ];
+    for (id, server, status) in specs {
+        let row = task_row(id, "alice", server, id, status, now);
+        store
+            .insert_task(row)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    thread_gone(store, now).await;
+    for id in ["tsk_dl_0", "tsk_dl_1"] {
+        let target = CancelTarget::Id(TaskId::from(id));
+        let got = store
+            .request_cancel(&alice_t1(), &target, now)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(got, CancelOutcome::Requested(_)), "{got:?}");
+    }
+    // tsk_dl_0's budget is spent; tsk_dl_1's server does not answer, then stays unreachable
+    // for `max_unavailable`.
+    let first = |id: &str| match id {
+        "tsk_dl_0" => CancelAction::BudgetExhausted,
+        _ => CancelAction::Unavailable("connection refused".into()),
+    };
+    assert_eq!(cancel_step(store, now, first).await.len(), 2);
+    let later = now.plus(Policy::default().max_unavailable + Duration::from_secs(600));
+    let down = |_: &str| CancelAction::Unavailable("connection refused".into());
+    let got = cancel_step(store, later, down).await;
+    assert_eq!(got, ["tsk_dl_1"], "tsk_dl_0 is dead-lettered already");
 }
 
 async fn cli(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
@@ -301,7 +402,13 @@ async fn operator_views_are_scoped_and_show_no_remote_id() {
     let (ok, out, err) = cli(&["dead-letters", "requeue", "--id", "tsk_cli_0"], &env).await;
     assert!(ok, "{out}{err}");
     assert!(
-        out.starts_with("requeued tsk_cli_0: its latest event is due again as version"),
+        out.starts_with(
+            "requeued tsk_cli_0 notification: its latest event is due again as version"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("tsk_cli_0 cancel: not dead-lettered; nothing changed"),
         "{out}"
     );
     let (_, out, _) = cli(&["dead-letters", "list"], &env).await;
@@ -317,6 +424,166 @@ async fn operator_views_are_scoped_and_show_no_remote_id() {
     let (ok, out, _) = cli(&["dead-letters", "requeue", "--id", "tsk_nope"], &env).await;
     assert!(!ok && out.contains("no such task"), "{out}");
     db.cleanup().await;
+}
+
+/// The cancel row of alice's task `id`.
+async fn cancel_of(store: &PgStore, id: &str) -> tasklatch_core::task::CancelState {
+    let row = store
+        .get_task(&alice_t1(), &TaskId::from(id))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("{id} exists"));
+    row.cancel
+}
+
+/// `tasks show`'s `cancel_status` of alice's task `id`.
+async fn shown_cancel_status(url: &str, id: &str) -> serde_json::Value {
+    let args = [
+        "tasks", "show", "--owner", "alice", "--thread", "t1", "--id", id,
+    ];
+    let (ok, out, err) = cli(&args, &[("TASKLATCH_DATABASE_URL", url)]).await;
+    assert!(ok, "{out}{err}");
+    let detail: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    detail["cancel_status"].clone()
+}
+
+/// `tasklatch dead-letters ARGS…` on the database at `url`.
+async fn dl(url: &str, args: &[&str]) -> (bool, String, String) {
+    let mut all = vec!["dead-letters"];
+    all.extend_from_slice(args);
+    cli(&all, &[("TASKLATCH_DATABASE_URL", url)]).await
+}
+
+/// `dead-letters list` gives each dead letter its kind and reason; the detail shows the failed
+/// cancel.
+async fn listed_with_reasons(url: &str) {
+    let (ok, out, err) = dl(url, &["list"]).await;
+    assert!(ok, "{err}");
+    for (id, parts) in [
+        ("tsk_dl_0", ["cancel", "budget"]),
+        ("tsk_dl_1", ["cancel", "unavailable"]),
+        ("tsk_dl_2", ["notify", "thread_gone"]),
+    ] {
+        let line = line_of_in(&out, id);
+        assert!(parts.iter().all(|p| line.contains(p)), "{line}");
+    }
+    assert!(out.contains("3 dead letters shown (3 tasks read)"), "{out}");
+    assert_eq!(shown_cancel_status(url, "tsk_dl_0").await, "failed");
+    assert_eq!(
+        shown_cancel_status(url, "tsk_dl_2").await,
+        serde_json::Value::Null
+    );
+}
+
+/// A bad reason, a missing or doubled target, no terminal to confirm on, filters that match
+/// nothing: refused or nothing done, and the dead letters stay.
+async fn bad_requeues_change_nothing(store: &PgStore, url: &str) {
+    let (ok, _, err) = dl(url, &["requeue", "--all", "--reason", "bogus"]).await;
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("not a dead-letter reason; expected one of thread_gone, budget, unavailable"),
+        "{err}"
+    );
+    let (ok, _, err) = dl(url, &["requeue"]).await;
+    assert!(
+        !ok && err.contains("--id") && err.contains("--all"),
+        "{err}"
+    );
+    let (ok, _, err) = dl(url, &["requeue", "--all", "--id", "tsk_dl_0"]).await;
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+
+    // Without --yes and without a terminal to ask on: refused, nothing changed.
+    let (ok, out, err) = dl(url, &["requeue", "--all"]).await;
+    assert!(!ok, "{out}{err}");
+    assert!(
+        out.contains("3 dead letters match (1 notifications, 2 cancels"),
+        "{out}"
+    );
+    assert!(
+        err.contains("stdin is not a terminal") && err.contains("--yes"),
+        "{err}"
+    );
+    // The filters hold together: no budget cancel on `other`.
+    let none = [
+        "requeue", "--all", "--kind", "cancel", "--reason", "budget", "--server", "other", "--yes",
+    ];
+    let (ok, out, _) = dl(url, &none).await;
+    assert!(!ok && out.contains("0 dead letters match"), "{out}");
+    for id in ["tsk_dl_0", "tsk_dl_1"] {
+        let status = cancel_of(store, id).await.status;
+        assert_eq!(status, CancelStatus::DeadLetter, "{id}");
+    }
+}
+
+/// `requeue --all --kind cancel --yes` requeues both cancels (due now, fresh budget) and
+/// leaves the notification dead letter; a second run finds nothing.
+async fn cancels_requeued_in_bulk(store: &PgStore, url: &str) {
+    let all_cancels = ["requeue", "--all", "--kind", "cancel", "--yes"];
+    let before = tasklatch_worker::clock::SystemClock.now();
+    let (ok, out, err) = dl(url, &all_cancels).await;
+    let after = tasklatch_worker::clock::SystemClock.now();
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("2 dead letters match (0 notifications, 2 cancels"),
+        "{out}"
+    );
+    assert!(
+        out.contains("requeued 2 (0 notifications, 2 cancels); skipped 0"),
+        "{out}"
+    );
+    for id in ["tsk_dl_0", "tsk_dl_1"] {
+        let cancel = cancel_of(store, id).await;
+        assert_eq!(cancel.status, CancelStatus::Requested, "{id}");
+        assert_eq!(
+            (cancel.failures, cancel.unavailable_since),
+            (0, None),
+            "{id}"
+        );
+        let due = cancel.due_at.unwrap_or_else(|| panic!("{id}: not due"));
+        assert!(before <= due && due <= after, "{id}: due at {due:?}");
+    }
+    assert_eq!(shown_cancel_status(url, "tsk_dl_0").await, "requested");
+    let (_, out, _) = dl(url, &["list"]).await;
+    assert!(
+        line_of_in(&out, "tsk_dl_2").contains("thread_gone")
+            && out.contains("1 dead letters shown"),
+        "--kind cancel left the notification: {out}"
+    );
+    let (ok, out, _) = dl(url, &all_cancels).await;
+    assert!(!ok && out.contains("0 dead letters match"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_of_both_kinds_are_listed_and_requeued() {
+    let db = TestDb::create().await;
+    let store = PgStore::new(db.pool().clone(), Policy::default());
+    seed_dead_letters(&store).await;
+    let url = db.url();
+    listed_with_reasons(url).await;
+    bad_requeues_change_nothing(&store, url).await;
+    cancels_requeued_in_bulk(&store, url).await;
+
+    let (ok, out, err) = dl(url, &["requeue", "--id", "tsk_dl_2"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("requeued tsk_dl_2 notification: its latest event is due again"),
+        "{out}"
+    );
+    assert!(
+        out.contains("tsk_dl_2 cancel: not dead-lettered; nothing changed"),
+        "{out}"
+    );
+    let (_, out, _) = dl(url, &["list"]).await;
+    assert!(out.contains("0 dead letters shown"), "{out}");
+    db.cleanup().await;
+}
+
+fn line_of_in(out: &str, id: &str) -> String {
+    out.lines()
+        .find(|l| l.starts_with(id))
+        .unwrap_or_else(|| panic!("{id}: {out}"))
+        .to_owned()
 }
 
 /// `tasklatch migrate` into a database that already holds a host application's own `tasks`

@@ -525,4 +525,20 @@ impl Store for MemStore {
             Requeued::NothingToSay => RequeueOutcome::NothingToDeliver,
         })
     }
+
+    async fn requeue_cancel_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<CancelRequeueOutcome, StoreError> {
+        let mut rows = self.rows();
+        let Some(row) = rows.get_mut(id) else {
+            return Ok(CancelRequeueOutcome::NotFound);
+        };
+        Ok(match cancel::requeue(row, now) {
+            cancel::CancelRequeued::Requeued => CancelRequeueOutcome::Requeued,
+            cancel::CancelRequeued::NotDeadLettered => CancelRequeueOutcome::NotDeadLettered,
+            cancel::CancelRequeued::AlreadyFinished => CancelRequeueOutcome::AlreadyFinished,
+        })
+    }
 }

@@ -132,11 +132,15 @@ pub enum Mutant {
     /// against the failure budget, as before DOMAIN §3 made outages waited out: an Agent Server
     /// outage of a minute dead-letters every notification due at its start.
     UnavailabilityCounted,
+    /// A remote cancel the server left unanswered counts against the cancel budget, as before
+    /// DOMAIN §6 made outages waited out: an MCP outage of a few minutes abandons the user's
+    /// cancel as a dead letter.
+    CancelUnavailabilityCounted,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 41] = [
+    pub const ALL: [Mutant; 42] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -178,6 +182,7 @@ impl Mutant {
         Mutant::CancelEndPollsAtOnce,
         Mutant::DeadLettersPrunedLikeAnyRow,
         Mutant::UnavailabilityCounted,
+        Mutant::CancelUnavailabilityCounted,
         // `BudgetKillsNewerVersion` is planted but out of the table since unanswered launches
         // and lookups stopped counting against the budget (DOMAIN §3): budget dead letters now
         // come from failed runs only, and over seeds 0..200 none meets a newer version any more;
@@ -237,6 +242,7 @@ impl Mutant {
             Mutant::MalformedEndsAtOnce => "malformed-ends-at-once",
             Mutant::DeadLettersPrunedLikeAnyRow => "dead-letters-pruned-like-any-row",
             Mutant::UnavailabilityCounted => "unavailability-counted",
+            Mutant::CancelUnavailabilityCounted => "cancel-unavailability-counted",
         }
     }
 

@@ -476,6 +476,15 @@ pub trait Store: Send + Sync {
         now: Timestamp,
     ) -> impl Future<Output = Result<RequeueOutcome, StoreError>> + Send;
 
+    /// Operator action, unscoped: requeues task `id`'s cancel dead letter
+    /// ([`crate::transitions::cancel::requeue`]): the remote cancel is requested again, due
+    /// now, with a fresh budget. Atomic per row; any other row is left untouched.
+    fn requeue_cancel_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<CancelRequeueOutcome, StoreError>> + Send;
+
     /// Retention, unscoped: deletes up to `req.limit` rows that
     /// [`crate::transitions::retention::prunable`] allows at `req.now` for
     /// `req.finished_before` (terminal, every event settled, no dispatch in flight, no cancel
@@ -496,6 +505,19 @@ pub trait Store: Send + Sync {
     fn store_time(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
         std::future::ready(Ok(None))
     }
+}
+
+/// What an operator's requeue of a cancel dead letter did.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum CancelRequeueOutcome {
+    /// Requeued: the remote cancel is due again, with a fresh budget.
+    Requeued,
+    /// The task's cancel work is not dead-lettered: nothing changed.
+    NotDeadLettered,
+    /// The task is terminal, so there is nothing left to cancel: nothing changed.
+    AlreadyFinished,
+    /// No such task.
+    NotFound,
 }
 
 /// What an operator's requeue did.

@@ -103,6 +103,7 @@ enum CancelResult {
     Cancelled,
     FinishedFirst,
     Failed(u8),
+    Unavailable(u8),
 }
 
 /// Which claim a write presents: one taken right now by a worker, the newest of its kind, or
@@ -224,7 +225,8 @@ fn cancel_result() -> impl Strategy<Value = CancelResult> {
     prop_oneof![
         2 => Just(CancelResult::Cancelled),
         1 => Just(CancelResult::FinishedFirst),
-        3 => any::<u8>().prop_map(CancelResult::Failed)
+        3 => any::<u8>().prop_map(CancelResult::Failed),
+        2 => any::<u8>().prop_map(CancelResult::Unavailable)
     ]
 }
 
@@ -683,6 +685,10 @@ impl Sut {
                 CancelResult::Failed(n) => {
                     (CancelAction::Failed(format!("cancel failed #{n}")), None)
                 }
+                CancelResult::Unavailable(n) => (
+                    CancelAction::Unavailable(format!("cancel unanswered #{n}")),
+                    None,
+                ),
             }
         };
         let p = &prev[&id];

@@ -86,6 +86,9 @@ pub(crate) const WITHDRAW_SUBMIT: &str = include_str!("../sql/store/withdraw_sub
 pub(crate) const REQUEST_CANCEL: &str = include_str!("../sql/store/request_cancel.sql");
 /// An operator's requeue of a dead-lettered notification.
 pub(crate) const REQUEUE_DEAD_LETTER: &str = include_str!("../sql/store/requeue_dead_letter.sql");
+/// An operator's requeue of a cancel dead letter.
+pub(crate) const REQUEUE_CANCEL_DEAD_LETTER: &str =
+    include_str!("../sql/store/requeue_cancel_dead_letter.sql");
 /// An answer to an input request, in scope.
 pub(crate) const RECORD_ANSWER: &str = include_str!("../sql/store/record_answer.sql");
 /// The caller's tasks in a thread, newest first.

@@ -769,6 +769,8 @@ impl Store for PgStore {
         let plan = rounds(writes.iter().map(|w| &w.task_id));
         let sql = self.inner.writes.finish_cancels;
         let due = self.due_table(now);
+        let outage_due = self.outage_due_table(now);
+        let outage_cutoff = now.minus(self.inner.policy.max_unavailable).as_micros();
         self.write_rounds(writes.len(), plan, |round| {
             let (ids, owners, tokens) = lease_arrays(
                 round
@@ -795,6 +797,11 @@ impl Store for PgStore {
                         errors.push(Some(stored_error(e)));
                         u.push(None);
                     }
+                    CancelAction::Unavailable(e) => {
+                        kinds.push("unavailable");
+                        errors.push(Some(stored_error(e)));
+                        u.push(None);
+                    }
                     CancelAction::BudgetExhausted => {
                         kinds.push("budget");
                         errors.push(None);
@@ -811,6 +818,8 @@ impl Store for PgStore {
                 .bind(errors)
                 .bind(now.as_micros())
                 .bind(due.clone())
+                .bind(outage_due.clone())
+                .bind(outage_cutoff)
         })
         .await
     }
@@ -1147,6 +1156,34 @@ impl Store for PgStore {
                 RequeueOutcome::NotDeadLettered
             },
         )
+    }
+
+    /// One statement: the row is locked, changed only when its cancel work is dead-lettered and
+    /// the task is not terminal.
+    async fn requeue_cancel_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<CancelRequeueOutcome, StoreError> {
+        if !matchable(id.as_str()) {
+            return Ok(CancelRequeueOutcome::NotFound);
+        }
+        let Some(row) = sqlx::query(sql::REQUEUE_CANCEL_DEAD_LETTER)
+            .bind(id.as_str())
+            .bind(now.as_micros())
+            .fetch_optional(&self.inner.pool)
+            .await
+            .map_err(store_error)?
+        else {
+            return Ok(CancelRequeueOutcome::NotFound);
+        };
+        let dead: bool = col(&row, "dead_lettered")?;
+        let terminal: bool = col(&row, "terminal")?;
+        Ok(match (dead, terminal) {
+            (false, _) => CancelRequeueOutcome::NotDeadLettered,
+            (true, true) => CancelRequeueOutcome::AlreadyFinished,
+            (true, false) => CancelRequeueOutcome::Requeued,
+        })
     }
 
     /// One read of the database's `clock_timestamp()` (no table touched): the clock every

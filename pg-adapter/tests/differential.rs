@@ -92,6 +92,7 @@ enum CancelPick {
     Finished { status: usize, text: String },
     Acknowledged { status: usize, text: String },
     Failed(String),
+    Unavailable(String),
     Budget,
 }
 
@@ -272,6 +273,7 @@ fn cancel_pick() -> impl Strategy<Value = CancelPick> {
         3 => (status(), text()).prop_map(|(status, text)| CancelPick::Finished { status, text }),
         2 => (status(), text()).prop_map(|(status, text)| CancelPick::Acknowledged { status, text }),
         2 => error_text().prop_map(CancelPick::Failed),
+        2 => error_text().prop_map(CancelPick::Unavailable),
         2 => Just(CancelPick::Budget),
     ]
 }
@@ -483,6 +485,7 @@ fn cancel_action(c: &Claimed, pick: &CancelPick, at: Timestamp) -> CancelAction 
             poll::on_report(&c.row, Ok(observed(STATUSES[*status], text)), at, &policy()),
         )),
         CancelPick::Failed(e) => CancelAction::Failed(e.clone()),
+        CancelPick::Unavailable(e) => CancelAction::Unavailable(e.clone()),
         CancelPick::Budget => CancelAction::BudgetExhausted,
     }
 }

@@ -1,18 +1,20 @@
 //! The operator views: `tasklatch tasks list|show|cancel --owner O --thread T` (the API's
-//! scoped calls) and `tasklatch dead-letters list` (`tasklatch_worker::ops`). The database is
-//! `--database-url`, else `$TASKLATCH_DATABASE_URL`, else the `[database]` of `--config`.
-//! (`dead-letters requeue` needs a store operation that does not exist yet.)
+//! scoped calls) and `tasklatch dead-letters list|requeue` (`tasklatch_worker::ops`, unscoped).
+//! The database is `--database-url`, else `$TASKLATCH_DATABASE_URL`, else the `[database]` of
+//! `--config`.
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
+use clap::{ArgGroup, Args, Subcommand, ValueEnum};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tasklatch_core::ids::{OwnerId, TaskId, ThreadId};
+use tasklatch_core::ids::{OwnerId, ServerId, TaskId, ThreadId};
 use tasklatch_core::policy::Policy;
+use tasklatch_core::status::DeadLetterReason;
 use tasklatch_core::store::{CancelTarget, Scope};
 use tasklatch_pg::PgStore;
 use tasklatch_worker::config::DATABASE_URL_ENV;
-use tasklatch_worker::ops;
+use tasklatch_worker::ops::{self, DeadLetterFilter, DeadLetterKind};
 
 /// Where the store is.
 #[derive(Args)]
@@ -97,14 +99,70 @@ enum DeadLettersCommand {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
-    /// Delivers a dead-lettered notification again: the task's latest event becomes a new
-    /// version with a fresh failure budget (a cancel dead letter is not requeued). Exit code 1
-    /// when nothing was requeued.
+    /// Requeues dead letters of both kinds, by task (--id) or in bulk (--all).
+    ///
+    /// A notification dead letter is delivered again: the task's latest event becomes a new
+    /// version with a fresh failure budget. A cancel dead letter is requested again: the remote
+    /// cancel is due now, with a fresh budget (a task that has finished meanwhile has nothing
+    /// left to cancel and is skipped).
+    ///
+    /// --id requeues that task's notification and/or cancel dead letter and says, per kind,
+    /// what it did. --all scans every task (in pages), takes the dead letters that match
+    /// --kind, --reason and --server, prints how many, asks "requeue N dead letters? [y/N]"
+    /// unless --yes is given (without --yes and with no terminal on stdin it refuses), then
+    /// requeues each and prints how many were requeued and skipped. Exit code 1 when nothing
+    /// was requeued.
+    #[command(group(ArgGroup::new("target").required(true).args(["id", "all"])))]
     Requeue {
-        /// The task id (`tsk_…`), as `dead-letters list` prints it.
+        /// One task (`tsk_…`, as `dead-letters list` prints it): its dead letters of both kinds
+        /// (or of --kind).
         #[arg(long)]
-        id: String,
+        id: Option<String>,
+        /// Every dead letter that matches the filters.
+        #[arg(long)]
+        all: bool,
+        /// Only dead letters of this kind.
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// With --all: only dead letters given up for this reason (thread_gone, budget or
+        /// unavailable).
+        #[arg(long, requires = "all", value_parser = parse_reason)]
+        reason: Option<DeadLetterReason>,
+        /// With --all: only tasks on this MCP server (its id in the worker's configuration).
+        #[arg(long, requires = "all")]
+        server: Option<String>,
+        /// With --all: do not ask for confirmation.
+        #[arg(long, short = 'y', requires = "all")]
+        yes: bool,
     },
+}
+
+/// A dead letter's kind, as `--kind` takes it.
+#[derive(Copy, Clone, ValueEnum)]
+enum KindArg {
+    /// Notification dead letters.
+    Notify,
+    /// Cancel dead letters.
+    Cancel,
+}
+
+impl From<KindArg> for DeadLetterKind {
+    fn from(k: KindArg) -> Self {
+        match k {
+            KindArg::Notify => DeadLetterKind::Notify,
+            KindArg::Cancel => DeadLetterKind::Cancel,
+        }
+    }
+}
+
+fn parse_reason(s: &str) -> Result<DeadLetterReason, String> {
+    s.parse().map_err(|_| {
+        let known: Vec<&str> = DeadLetterReason::ALL.iter().map(|r| r.as_str()).collect();
+        format!(
+            "not a dead-letter reason; expected one of {}",
+            known.join(", ")
+        )
+    })
 }
 
 fn scope(who: Who) -> Scope {
@@ -145,20 +203,91 @@ pub fn run_tasks(args: TasksArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Runs a `dead-letters` subcommand.
+/// Runs a `dead-letters` subcommand; exit code 1 when a requeue requeued nothing.
 pub fn run_dead_letters(args: DeadLettersArgs) -> anyhow::Result<ExitCode> {
     with_store(&args.database, |store| async move {
-        let (text, done) = match args.command {
-            DeadLettersCommand::List { limit } => (ops::dead_letters(&store, limit).await?, true),
-            DeadLettersCommand::Requeue { id } => ops::requeue(&store, &TaskId::from(id)).await?,
+        let done = match args.command {
+            DeadLettersCommand::List { limit } => {
+                println!("{}", ops::dead_letters(&store, limit).await?.trim_end());
+                true
+            }
+            DeadLettersCommand::Requeue {
+                id: Some(id), kind, ..
+            } => {
+                let id = TaskId::from(id);
+                let (text, done) = ops::requeue(&store, &id, kind.map(Into::into)).await?;
+                println!("{}", text.trim_end());
+                done
+            }
+            DeadLettersCommand::Requeue {
+                kind,
+                reason,
+                server,
+                yes,
+                ..
+            } => {
+                let filter = DeadLetterFilter {
+                    kind: kind.map(Into::into),
+                    reason,
+                    server: server.map(ServerId::from),
+                };
+                requeue_all(&store, &filter, yes).await?
+            }
         };
-        println!("{}", text.trim_end());
         Ok(if done {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
         })
     })
+}
+
+/// `dead-letters requeue --all`: finds, confirms, requeues; whether anything was requeued.
+async fn requeue_all(
+    store: &PgStore,
+    filter: &DeadLetterFilter,
+    yes: bool,
+) -> anyhow::Result<bool> {
+    let (found, scanned) = ops::find_dead_letters(store, filter).await?;
+    let cancels = found
+        .iter()
+        .filter(|d| d.kind == DeadLetterKind::Cancel)
+        .count();
+    println!(
+        "{} dead letters match ({} notifications, {cancels} cancels; {scanned} tasks read)",
+        found.len(),
+        found.len() - cancels
+    );
+    if found.is_empty() {
+        println!("nothing to requeue");
+        return Ok(false);
+    }
+    if !yes && !confirmed(found.len())? {
+        println!("nothing requeued");
+        return Ok(false);
+    }
+    let (tally, result) = ops::requeue_each(store, &found).await;
+    println!("{}", tally.summary().trim_end());
+    result?;
+    Ok(tally.requeued() > 0)
+}
+
+/// Asks the operator on the terminal; refuses (an error) when stdin is not a terminal, so a
+/// script without --yes never hangs or requeues by accident.
+fn confirmed(n: usize) -> anyhow::Result<bool> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        anyhow::bail!(
+            "not requeueing {n} dead letters: stdin is not a terminal to confirm on; \
+             give --yes to requeue without asking"
+        );
+    }
+    let mut stderr = std::io::stderr();
+    write!(stderr, "requeue {n} dead letters? [y/N] ")?;
+    stderr.flush()?;
+    let mut answer = String::new();
+    stdin.lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
 }
 
 fn with_store<F, Fut>(db: &Database, f: F) -> anyhow::Result<ExitCode>

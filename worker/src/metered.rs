@@ -16,7 +16,7 @@
 //! end of that dispatch; after a 409 or a retry it counts from the retry time (the time spent
 //! waiting for a busy thread is not the worker's latency).
 
-use crate::metrics::{DeadLetter, DeliveryFailure, Metrics};
+use crate::metrics::{DeadLetter, DeliveryFailure, Metrics, Unanswered};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tasklatch_core::ids::TaskId;
@@ -24,10 +24,10 @@ use tasklatch_core::lease::{LeaseKind, LeaseToken};
 use tasklatch_core::policy::{bounded, MAX_BATCH, MAX_SHOWN_ERROR};
 use tasklatch_core::status::NotifyStatus;
 use tasklatch_core::store::{
-    AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
-    ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest,
-    Pruned, Release, RequeueOutcome, Scope, Store, StoreError, SubmitSettled, SubmitSettlement,
-    WriteOutcome,
+    AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelRequeueOutcome, CancelTarget,
+    CancelWrite, ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite,
+    PruneRequest, Pruned, Release, RequeueOutcome, Scope, Store, StoreError, SubmitSettled,
+    SubmitSettlement, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -162,7 +162,17 @@ impl<S> Metered<S> {
                 tracing::warn!(task = %task, version = v, error = ?shown(e), "run outlived max_run_life; its id is kept and looked at before the next attempt");
             }
             // Waited out, never a failure: the engine logs the episode's first unanswered call.
-            NotifyAction::LaunchUnavailable(_) | NotifyAction::LookupUnavailable(_) => {}
+            NotifyAction::LaunchUnavailable(_) | NotifyAction::LookupUnavailable(_) => {
+                m.unanswered(match w.action {
+                    NotifyAction::LaunchUnavailable(_) => Unanswered::Launch,
+                    _ => Unanswered::Lookup,
+                });
+                let ended = outcome.as_ref().is_ok_and(|o| o.notified_version >= v);
+                if ended {
+                    m.dead_letter(DeadLetter::Unavailable);
+                    tracing::warn!(task = %task, version = v, "the Agent Server stayed unavailable for engine.max_unavailable_ms: dead letter");
+                }
+            }
             NotifyAction::RunPending => {}
             NotifyAction::BudgetExhausted => {
                 m.dead_letter(DeadLetter::Budget);
@@ -184,6 +194,8 @@ impl<S> Metered<S> {
                 self.metrics.cancel_failed();
                 tracing::warn!(task = %w.task_id, error = ?shown(e), "remote cancel failed");
             }
+            // Waited out, never a failure: the engine logs the episode's first unanswered call.
+            CancelAction::Unavailable(_) => self.metrics.unanswered(Unanswered::Cancel),
             CancelAction::BudgetExhausted if outcome.is_ok() => {
                 self.metrics.dead_letter(DeadLetter::CancelBudget);
                 tracing::warn!(task = %w.task_id, "cancel budget spent: cancel dead letter, polling resumes");
@@ -435,6 +447,16 @@ impl<S: Store> Store for Metered<S> {
     ) -> Result<RequeueOutcome, StoreError> {
         let r = self.inner.requeue_dead_letter(id, now).await;
         self.failed("requeue_dead_letter", &r);
+        r
+    }
+
+    async fn requeue_cancel_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<CancelRequeueOutcome, StoreError> {
+        let r = self.inner.requeue_cancel_dead_letter(id, now).await;
+        self.failed("requeue_cancel_dead_letter", &r);
         r
     }
 

@@ -11,8 +11,9 @@
 //! | `tasklatch_runs_started_total` | launches the Agent Server accepted |
 //! | `tasklatch_deliveries_total` | notifications delivered (the run ended successfully) |
 //! | `tasklatch_busy_answers_total` | 409 busy-thread answers (not failures) |
-//! | `tasklatch_dead_letters_total{reason}` | snapshots given up: `thread_gone`, `budget`; cancels: `cancel_budget` |
-//! | `tasklatch_delivery_failures_total{step}` | counted delivery failures: `launch`, `run`, `lookup` |
+//! | `tasklatch_dead_letters_total{reason}` | snapshots given up: `thread_gone`, `budget`, `unavailable`; cancels: `cancel_budget` (a cancel ended by an outage shows in `tasklatch dead-letters list`) |
+//! | `tasklatch_delivery_failures_total{step}` | counted delivery failures: `launch`, `run` |
+//! | `tasklatch_unavailable_answers_total{step}` | calls a peer left unanswered (unreachable, timed out, 408/429/5xx), waited out and never counted as failures: `launch`, `lookup` (Agent Server), `cancel` (MCP server) |
 //! | `tasklatch_poll_failures_total` | polls that failed (the remote server did not answer usefully) |
 //! | `tasklatch_cancel_failures_total` | remote cancels that failed |
 //! | `tasklatch_tasks_submitted_total` | tasks accepted through the API |
@@ -123,6 +124,19 @@ pub enum DeadLetter {
     Budget,
     /// The cancel failure budget was spent.
     CancelBudget,
+    /// The Agent Server stayed unavailable for `engine.max_unavailable_ms`.
+    Unavailable,
+}
+
+/// A call a peer left unanswered (waited out, not a failure).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Unanswered {
+    /// A launch of a run.
+    Launch,
+    /// A lookup of a run.
+    Lookup,
+    /// A remote cancel.
+    Cancel,
 }
 
 /// A counted delivery failure.
@@ -132,8 +146,6 @@ pub enum DeliveryFailure {
     Launch,
     /// The run ended without success, or is missing.
     Run,
-    /// The run's status could not be read.
-    Lookup,
 }
 
 fn latency_histogram() -> Histogram {
@@ -155,6 +167,7 @@ pub struct Metrics {
     busy_answers: Counter,
     dead_letters: Family<ReasonLabel, Counter>,
     delivery_failures: Family<StepLabel, Counter>,
+    unavailable_answers: Family<StepLabel, Counter>,
     poll_failures: Counter,
     cancel_failures: Counter,
     submitted: Counter,
@@ -194,6 +207,7 @@ impl Metrics {
             busy_answers: Counter::default(),
             dead_letters: Family::default(),
             delivery_failures: Family::default(),
+            unavailable_answers: Family::default(),
             poll_failures: Counter::default(),
             cancel_failures: Counter::default(),
             submitted: Counter::default(),
@@ -252,11 +266,14 @@ impl Metrics {
                     .get_or_create(&RefusalLabel { r#loop, refusal });
             }
         }
-        for reason in ["thread_gone", "budget", "cancel_budget"] {
+        for reason in ["thread_gone", "budget", "unavailable", "cancel_budget"] {
             let _ = self.dead_letters.get_or_create(&ReasonLabel { reason });
         }
-        for step in ["launch", "run", "lookup"] {
+        for step in ["launch", "run"] {
             let _ = self.delivery_failures.get_or_create(&StepLabel { step });
+        }
+        for step in ["launch", "lookup", "cancel"] {
+            let _ = self.unavailable_answers.get_or_create(&StepLabel { step });
         }
         for what in ["tasks", "runs"] {
             let _ = self.pruned.get_or_create(&PrunedLabel { what });
@@ -361,6 +378,11 @@ impl Metrics {
             "delivery_failures",
             "Counted delivery failures",
             self.delivery_failures.clone(),
+        );
+        r.register(
+            "unavailable_answers",
+            "Calls a peer left unanswered: waited out, not counted as failures",
+            self.unavailable_answers.clone(),
         );
         r.register(
             "notification_latency_seconds",
@@ -489,6 +511,7 @@ impl Metrics {
             DeadLetter::ThreadGone => "thread_gone",
             DeadLetter::Budget => "budget",
             DeadLetter::CancelBudget => "cancel_budget",
+            DeadLetter::Unavailable => "unavailable",
         };
         self.dead_letters
             .get_or_create(&ReasonLabel { reason })
@@ -500,9 +523,20 @@ impl Metrics {
         let step = match step {
             DeliveryFailure::Launch => "launch",
             DeliveryFailure::Run => "run",
-            DeliveryFailure::Lookup => "lookup",
         };
         self.delivery_failures
+            .get_or_create(&StepLabel { step })
+            .inc();
+    }
+
+    /// A peer left a call unanswered (waited out, not counted).
+    pub fn unanswered(&self, step: Unanswered) {
+        let step = match step {
+            Unanswered::Launch => "launch",
+            Unanswered::Lookup => "lookup",
+            Unanswered::Cancel => "cancel",
+        };
+        self.unavailable_answers
             .get_or_create(&StepLabel { step })
             .inc();
     }
@@ -641,7 +675,10 @@ mod tests {
             "tasklatch_dead_letters_total{reason=\"cancel_budget\"} 0",
             "tasklatch_writes_refused_total{loop=\"cancel\",refusal=\"lease_not_held\"} 0",
             "tasklatch_releases_total{loop=\"notify\",counted=\"true\"} 0",
-            "tasklatch_delivery_failures_total{step=\"lookup\"} 0",
+            "tasklatch_delivery_failures_total{step=\"run\"} 0",
+            "tasklatch_unavailable_answers_total{step=\"lookup\"} 0",
+            "tasklatch_unavailable_answers_total{step=\"cancel\"} 0",
+            "tasklatch_dead_letters_total{reason=\"unavailable\"} 0",
             "tasklatch_pruned_total{what=\"runs\"} 0",
             "tasklatch_store_errors_total{op=\"store_time\"} 0",
             "tasklatch_ready 1",

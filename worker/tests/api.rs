@@ -282,6 +282,7 @@ async fn detail_is_the_whitelist_and_no_answer_carries_a_secret() {
             "answer",
             "busy_count",
             "cancel_requested",
+            "cancel_status",
             "created_at",
             "error",
             "input_request",
@@ -296,6 +297,7 @@ async fn detail_is_the_whitelist_and_no_answer_carries_a_secret() {
     );
     assert_eq!(d.json["status"], json!("completed"));
     assert_eq!(d.json["notification_status"], json!("pending"));
+    assert_eq!(d.json["cancel_status"], json!(null));
     assert_eq!(
         d.json["result_preview"],
         json!("done; remote id [redacted]")

@@ -1,7 +1,8 @@
 //! The cancel loop (DOMAIN §6): claim requested cancels, check the cancel budget, call the
 //! remote cancel, apply the terminal snapshot it returns (one normal notification follows) — or,
 //! when the server only acknowledges the cancel (a non-terminal report), apply that report and
-//! let polling learn the end.
+//! let polling learn the end. A server that does not answer is waited out, never counted
+//! (DOMAIN §6): only a refusal spends the cancel budget.
 
 use super::intent::IntentStep;
 use super::{Engine, LocalDeadline, LoopReport};
@@ -86,13 +87,29 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             Err(DriverError::Malformed(detail)) => finished(Err(ProtocolError::Malformed(
                 bounded(&snapshot::storable(&detail, handle), MAX_STORED_ERROR),
             ))),
-            Err(e @ (DriverError::Unavailable { .. } | DriverError::Rejected(_))) => {
+            Err(e @ DriverError::Rejected(_)) => {
                 let error = snapshot::storable(&e.to_string(), handle);
-                tracing::warn!(task = %c.row.id(), failures = c.row.cancel.failures + 1, error = %error, "remote cancel failed");
+                tracing::warn!(task = %c.row.id(), failures = c.row.cancel.failures + 1, error = %error, "remote cancel refused");
                 CancelAction::Failed(error)
+            }
+            Err(e @ DriverError::Unavailable { .. }) => {
+                let error = snapshot::storable(&e.to_string(), handle);
+                unavailable_logged(&c, &error);
+                CancelAction::Unavailable(error)
             }
         };
         tracing::debug!(task = %c.row.id(), token = ?c.lease.token, "remote cancel answered");
         write(action)
+    }
+}
+
+/// One warning per outage episode (the first unanswered cancel); the retries of the same
+/// episode are debug lines.
+fn unavailable_logged(c: &Claimed, error: &str) {
+    let (task, outages) = (c.row.id(), c.row.cancel.outages);
+    if outages == 0 {
+        tracing::warn!(task = %task, error = %error, "remote server unavailable: the cancel waits it out, no failure counted");
+    } else {
+        tracing::debug!(task = %task, outages, error = %error, "remote server still unavailable for the cancel");
     }
 }

@@ -1,12 +1,13 @@
 //! The detail view of one task: the 7 public fields and only these whitelisted, bounded
 //! additions (DOMAIN §8): a preview of the result with its truncated flag, the pending input
-//! request, the notification state, the visible 409 count and where the user's latest answer is
-//! (its question id and status — never its text). Never the remote handle, the
+//! request, the notification state, the visible 409 count, where the cancel work is (never its
+//! stored error) and where the user's latest answer is (its question id and status — never its
+//! text). Never the remote handle, the
 //! session, driver data, the run id, leases or stored errors of the loops.
 
 use super::public::{public_text, PublicTask};
 use crate::policy::{bounded, MAX_INPUT_REQUEST};
-use crate::status::{AnswerStatus, NotifyStatus, RemoteStatus};
+use crate::status::{AnswerStatus, CancelStatus, NotifyStatus, RemoteStatus};
 use crate::task::TaskRow;
 use serde::{Deserialize, Serialize};
 
@@ -31,9 +32,38 @@ pub struct TaskDetail {
     pub notification_status: NotifyStatus,
     /// Busy-thread (409) answers met while delivering this task's notifications.
     pub busy_count: u32,
+    /// Where the cancel work is; `None` when no cancel was requested.
+    pub cancel_status: Option<CancelProgress>,
     /// The user's latest answer to an input request: which question and where it is. Never
     /// the answer's text.
     pub answer: Option<AnswerView>,
+}
+
+/// Where a requested cancel is, as its owner sees it (the row's [`CancelStatus`] without its
+/// `none`): a cancel that failed reads `failed`, never `requested` forever.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CancelProgress {
+    /// Cancel work is pending: the worker will call (or is calling) the remote cancel.
+    Requested,
+    /// The remote server answered the cancel (the task ended, or it acknowledged the cancel and
+    /// ends later); polling goes on until the task is terminal.
+    Sent,
+    /// The cancel was given up (its budget spent, or the server stayed unreachable too long):
+    /// a cancel dead letter an operator can requeue. Polling goes on.
+    Failed,
+}
+
+impl CancelProgress {
+    /// The owner's view of `status`; `None` when no cancel was requested.
+    pub fn of(status: CancelStatus) -> Option<CancelProgress> {
+        match status {
+            CancelStatus::None => None,
+            CancelStatus::Requested => Some(CancelProgress::Requested),
+            CancelStatus::Done => Some(CancelProgress::Sent),
+            CancelStatus::DeadLetter => Some(CancelProgress::Failed),
+        }
+    }
 }
 
 /// Where the user's latest answer is, as its owner sees it.
@@ -69,6 +99,7 @@ impl TaskDetail {
             input_request,
             notification_status: row.outbox.status,
             busy_count: row.outbox.busy_count,
+            cancel_status: CancelProgress::of(row.cancel.status),
             answer: row.answer.request_id.as_ref().map(|id| AnswerView {
                 request_id: id.clone(),
                 status: row.answer.status,
@@ -104,6 +135,7 @@ mod tests {
                 "answer",
                 "busy_count",
                 "cancel_requested",
+                "cancel_status",
                 "created_at",
                 "error",
                 "input_request",
@@ -122,6 +154,28 @@ mod tests {
         assert_eq!(d.busy_count, 2);
         assert!(!v.to_string().contains("should not show"));
         assert_eq!(d.answer, None);
+        assert_eq!(v["cancel_status"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn the_cancel_status_says_where_a_requested_cancel_is() {
+        let mut r = row("tsk_1", "n", RemoteStatus::Working, 9_000);
+        assert_eq!(TaskDetail::from_row(&r).cancel_status, None);
+        let cases = [
+            (CancelStatus::Requested, "requested"),
+            (CancelStatus::Done, "sent"),
+            (CancelStatus::DeadLetter, "failed"),
+        ];
+        for (status, shown) in cases {
+            r.cancel.status = status;
+            r.cancel.last_error = Some("cancel error should not show".into());
+            let d = TaskDetail::from_row(&r);
+            let v = serde_json::to_value(&d).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(v["cancel_status"], serde_json::json!(shown), "{status}");
+            assert!(!v.to_string().contains("should not show"), "{v}");
+            let back: TaskDetail = serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(back.cancel_status, CancelProgress::of(status));
+        }
     }
 
     #[test]

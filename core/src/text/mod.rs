@@ -25,7 +25,7 @@ mod public;
 #[cfg(test)]
 pub(crate) mod test_support;
 
-pub use detail::{AnswerView, TaskDetail, MAX_DETAIL_PREVIEW};
+pub use detail::{AnswerView, CancelProgress, TaskDetail, MAX_DETAIL_PREVIEW};
 pub use frame::{count_markers, frame, BEGIN_MARKER, END_MARKER};
 pub use neutralise::{neutralise, DENIED_TAGS, DENIED_TOKENS};
 pub use prompt::{notification_prompt, NOTIFICATION_INSTRUCTION};

@@ -3,14 +3,15 @@
 //!
 //! Cancel work ends three ways, and none leaves the task unwatched: a terminal snapshot (the
 //! task is done), an acknowledgement (the server took the cancel but the task ends later), or a
-//! spent budget (a visible cancel dead letter). After the last two the task is polled again
+//! spent budget or an outage that lasted `max_unavailable` (a visible cancel dead letter, which
+//! an operator can requeue). After the last two the task is polled again
 //! until it is terminal, so its real end is still delivered.
 
 use crate::invariants::debug_check_row;
 use crate::lease::Lease;
 use crate::mutation::{self, Mutant};
 use crate::policy::{stored_error, Policy};
-use crate::status::CancelStatus;
+use crate::status::{CancelStatus, DeadLetterReason};
 use crate::task::TaskRow;
 use crate::time::Timestamp;
 use crate::transitions::outbox::{record_event, Recorded};
@@ -82,9 +83,13 @@ pub enum CancelAction {
     /// task ends later). Not a failure: the cancel work is done, the report is applied like a
     /// poll result, and polling resumes until the task is terminal.
     Acknowledged(Box<PollUpdate>),
-    /// The remote cancel failed (unavailable, or rejected — e.g. a legacy server's "already
-    /// terminal" error): counted, retried after backoff.
+    /// The remote server refused the cancel (e.g. a legacy server's "already terminal" error):
+    /// counted, retried after backoff.
     Failed(String),
+    /// The remote server did not answer (unreachable, timed out, 5xx, rate limited): not a
+    /// failure (DOMAIN §6). The cancel is retried after the capped unavailability backoff; only
+    /// an outage that has lasted `max_unavailable` dead-letters it.
+    Unavailable(String),
     /// The cancel budget is spent (checked before the remote call): a visible cancel dead letter.
     /// Polling resumes, so the task's real end is still learned and delivered.
     BudgetExhausted,
@@ -137,6 +142,7 @@ fn apply_outcome(
 ) -> Option<Recorded> {
     match action {
         CancelAction::Finished(update) | CancelAction::Acknowledged(update) => {
+            answered(row);
             end_work(row, CancelStatus::Done);
             if row.remote.status.is_terminal() {
                 return None;
@@ -149,16 +155,90 @@ fn apply_outcome(
             Some(record_event(&mut row.outbox, update.event, now))
         }
         CancelAction::Failed(error) => {
+            answered(row);
             row.cancel.failures += 1;
             row.cancel.last_error = Some(stored_error(&error));
             row.cancel.due_at = Some(now.plus(policy.retry_delay(row.cancel.failures)));
             None
         }
+        CancelAction::Unavailable(error) => {
+            wait_out(row, &error, now, policy);
+            None
+        }
         CancelAction::BudgetExhausted => {
+            answered(row);
             end_work(row, CancelStatus::DeadLetter);
             None
         }
     }
+}
+
+/// The server answered (or the work ended for another reason): no outage is in progress.
+fn answered(row: &mut TaskRow) {
+    row.cancel.unavailable_since = None;
+    row.cancel.outages = 0;
+}
+
+/// An unanswered remote cancel: no failure counted, the episode's start kept, due again after
+/// the unavailability backoff — or, once the episode has lasted `max_unavailable`, a cancel dead
+/// letter that keeps `unavailable_since` (its reason, [`dead_letter_reason`]).
+fn wait_out(row: &mut TaskRow, error: &str, now: Timestamp, policy: &Policy) {
+    row.cancel.last_error = Some(stored_error(error));
+    if policy.outage_too_long(row.cancel.unavailable_since, now) {
+        row.cancel.outages = 0;
+        end_work(row, CancelStatus::DeadLetter);
+        return;
+    }
+    row.cancel.unavailable_since.get_or_insert(now);
+    row.cancel.outages = row.cancel.outages.saturating_add(1);
+    if mutation::active(Mutant::CancelUnavailabilityCounted) {
+        row.cancel.failures += 1;
+    }
+    row.cancel.due_at = Some(now.plus(policy.unavailable_delay(row.cancel.outages)));
+}
+
+/// Why the cancel work was dead-lettered, or `None` while it is not: an outage that lasted
+/// `max_unavailable` (the episode's start is kept), else the spent budget.
+pub fn dead_letter_reason(row: &TaskRow) -> Option<DeadLetterReason> {
+    (row.cancel.status == CancelStatus::DeadLetter).then(|| {
+        if row.cancel.unavailable_since.is_some() {
+            DeadLetterReason::Unavailable
+        } else {
+            DeadLetterReason::Budget
+        }
+    })
+}
+
+/// What an operator's requeue of a cancel dead letter did.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum CancelRequeued {
+    /// The cancel work is requested again: due now, with a fresh budget.
+    Requeued,
+    /// The cancel work is not dead-lettered (none, pending or done).
+    NotDeadLettered,
+    /// The task is terminal: there is nothing left to cancel; nothing changed.
+    AlreadyFinished,
+}
+
+/// Requeues a cancel dead letter (operator action): the cancel work is requested again, due at
+/// `now`, with its failures and outage forgotten, so the cancel loop calls the server again.
+/// While it is pending polling stands still again, as after the first request. A
+/// dead-lettered cancel holds no lease, so no fencing is needed; the store applies this
+/// atomically per row.
+pub fn requeue(row: &mut TaskRow, now: Timestamp) -> CancelRequeued {
+    if row.cancel.status != CancelStatus::DeadLetter {
+        return CancelRequeued::NotDeadLettered;
+    }
+    if row.remote.status.is_terminal() {
+        return CancelRequeued::AlreadyFinished;
+    }
+    answered(row);
+    row.cancel.status = CancelStatus::Requested;
+    row.cancel.due_at = Some(now);
+    row.cancel.failures = 0;
+    row.cancel.last_error = None;
+    debug_check_row(row);
+    CancelRequeued::Requeued
 }
 
 /// Ends the cancel work with `status` and clears the poll lease (the fence of [`apply`]).

@@ -37,10 +37,10 @@ use tasklatch_core::secret::{RemoteHandle, Secret};
 use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::{
-    AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelTarget, CancelWrite,
-    ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite, PruneRequest,
-    Pruned, Release, RequeueOutcome, Scope, Store, StoreError, SubmitSettled, SubmitSettlement,
-    WriteOutcome,
+    AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelRequeueOutcome, CancelTarget,
+    CancelWrite, ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite,
+    PruneRequest, Pruned, Release, RequeueOutcome, Scope, Store, StoreError, SubmitSettled,
+    SubmitSettlement, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -982,6 +982,14 @@ impl Store for TestStore {
         now: Timestamp,
     ) -> Result<RequeueOutcome, StoreError> {
         self.mem.requeue_dead_letter(id, now).await
+    }
+
+    async fn requeue_cancel_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<CancelRequeueOutcome, StoreError> {
+        self.mem.requeue_cancel_dead_letter(id, now).await
     }
 
     async fn prune_finished(&self, req: PruneRequest) -> Result<Pruned, StoreError> {

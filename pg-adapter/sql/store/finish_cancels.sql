@@ -6,12 +6,17 @@
 -- cancel_status = 'requested'), and a poll claimed before this write is refused as not held.
 -- One statement for the batch; one outcome row per write, in batch order: the refusal, or the
 -- outbox after the write.
+-- An 'unavailable' step (the server did not answer) counts no failure: it keeps the episode's
+-- start, adds an outage and is due after the unavailability backoff -- or, once the episode has
+-- lasted max_unavailable, dead-letters the cancel work and keeps the start (its reason).
 -- $1 ids, $2 lease owners, $3 lease tokens, $4 actions ('finished', 'acknowledged', 'failed',
--- 'budget'), $5..$18 the snapshot of a 'finished' or 'acknowledged' step as in apply_polls.sql (remote status, result,
+-- 'unavailable', 'budget'), $5..$18 the snapshot of a 'finished' or 'acknowledged' step as in apply_polls.sql (remote status, result,
 -- result truncated, artifact, error, input request, updated_at, observed_at, next poll,
 -- consecutive errors, error class, error message, event JSON, its fingerprint), $19 cancel
 -- errors (bounded), $20 now (the lease must be unexpired then), $21 due times
--- now + retry_delay(n) for n = 0..=17 (indexed by the failure count, capped).
+-- now + retry_delay(n) for n = 0..=17 (indexed by the failure count, capped), $22 due times
+-- now + unavailable_delay(n) for n = 0..=17 (indexed by the outages in a row, capped), $23
+-- now - max_unavailable (an episode that began then or earlier has lasted too long).
 WITH batch AS (
     SELECT * FROM unnest(
         $1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[],
@@ -65,7 +70,10 @@ checked AS (
             AND locked.remote_status NOT IN ('completed', 'failed', 'cancelled'))
             AND batch.new_fingerprint IS NOT NULL
             AND locked.fingerprint IS DISTINCT FROM batch.new_fingerprint
-            AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry') AS channel_reopened
+            AND locked.notify_status NOT IN ('claimed', 'dispatched', 'retry') AS channel_reopened,
+        -- cancel::wait_out: an unanswered cancel whose episode has lasted too long ends the work
+        batch.action = 'unavailable'
+            AND COALESCE(locked.cancel_unavailable_since <= $23, false) AS outage_over
     FROM batch LEFT JOIN locked ON locked.id = batch.id
 ),
 updated AS (
@@ -78,26 +86,42 @@ updated AS (
             WHEN 'finished' THEN 'done'
             WHEN 'acknowledged' THEN 'done'
             WHEN 'budget' THEN 'dead_letter'
+            WHEN 'unavailable' THEN
+                CASE WHEN checked.outage_over THEN 'dead_letter' ELSE task.cancel_status END
             ELSE task.cancel_status END,
         cancel_due_at = CASE checked.action
             WHEN 'finished' THEN NULL
             WHEN 'acknowledged' THEN NULL
             WHEN 'budget' THEN NULL
             WHEN 'failed' THEN ($21::bigint[])[LEAST(task.cancel_failures + 1, 17) + 1]
+            WHEN 'unavailable' THEN
+                CASE WHEN checked.outage_over THEN NULL
+                ELSE ($22::bigint[])[LEAST(task.cancel_outages + 1, 17) + 1] END
             ELSE task.cancel_due_at END,
         cancel_failures = CASE
             WHEN checked.action = 'failed' THEN task.cancel_failures + 1
             ELSE task.cancel_failures END,
         cancel_last_error = CASE
-            WHEN checked.action = 'failed' THEN checked.cancel_error
+            WHEN checked.action IN ('failed', 'unavailable') THEN checked.cancel_error
             ELSE task.cancel_last_error END,
+        -- cancel::answered resets the episode; wait_out starts or continues it
+        cancel_unavailable_since = CASE
+            WHEN checked.action = 'unavailable' THEN COALESCE(task.cancel_unavailable_since, $20)
+            ELSE NULL END,
+        cancel_outages = CASE
+            WHEN checked.action = 'unavailable' AND NOT checked.outage_over
+                THEN LEAST(task.cancel_outages + 1, 4294967295)
+            ELSE 0 END,
         -- the cancel work ended: the poll lease is cleared (a poll claimed before is fenced)
         poll_lease_owner = CASE
-            WHEN checked.action = 'failed' THEN task.poll_lease_owner ELSE NULL END,
+            WHEN checked.action IN ('failed', 'unavailable') AND NOT checked.outage_over
+            THEN task.poll_lease_owner ELSE NULL END,
         poll_lease_token = CASE
-            WHEN checked.action = 'failed' THEN task.poll_lease_token ELSE NULL END,
+            WHEN checked.action IN ('failed', 'unavailable') AND NOT checked.outage_over
+            THEN task.poll_lease_token ELSE NULL END,
         poll_lease_expires_at = CASE
-            WHEN checked.action = 'failed' THEN task.poll_lease_expires_at ELSE NULL END,
+            WHEN checked.action IN ('failed', 'unavailable') AND NOT checked.outage_over
+            THEN task.poll_lease_expires_at ELSE NULL END,
         -- the terminal snapshot, when it applies
         remote_status = CASE
             WHEN checked.snapshot_applies THEN checked.remote_status
@@ -126,7 +150,8 @@ updated AS (
         -- ... and the next poll is due no earlier than that lease's expiry (its holder may
         -- still be calling the server): never two remote polls at once
         poll_next_at = CASE
-            WHEN checked.action = 'failed' THEN task.poll_next_at
+            WHEN checked.action IN ('failed', 'unavailable') AND NOT checked.outage_over
+                THEN task.poll_next_at
             WHEN checked.snapshot_applies AND checked.next_poll_at IS NULL THEN NULL
             WHEN checked.snapshot_applies
                 THEN GREATEST(checked.next_poll_at, task.poll_lease_expires_at)

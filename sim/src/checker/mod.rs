@@ -6,6 +6,7 @@
 
 mod acknowledged;
 mod answers;
+mod cancels;
 mod degraded;
 mod delivery;
 mod disturbances;
@@ -198,6 +199,7 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     runs::check(&facts, &mut v);
     landing::check(&facts, &mut v);
     orphans::check(&facts, &mut v);
+    cancels::check(&facts, &mut v);
     acknowledged::check(&facts, &mut v);
     spacing::check(&facts, &mut v);
     degraded::check(&facts, &mut v);

@@ -212,6 +212,7 @@ fn cancel_action_name(a: &CancelAction) -> &'static str {
         CancelAction::Finished(_) => "cancel_finished",
         CancelAction::Acknowledged(_) => "cancel_acknowledged",
         CancelAction::Failed(_) => "cancel_failed",
+        CancelAction::Unavailable(_) => "cancel_unavailable",
         CancelAction::BudgetExhausted => "cancel_budget_exhausted",
     }
 }

@@ -228,6 +228,20 @@ impl Store for RpcStore {
         }
     }
 
+    async fn requeue_cancel_dead_letter(
+        &self,
+        id: &TaskId,
+        now: Timestamp,
+    ) -> Result<CancelRequeueOutcome, StoreError> {
+        match self
+            .call(StoreRequest::RequeueCancelDeadLetter(id.clone(), now))
+            .await?
+        {
+            StoreResponse::CancelRequeue(r) => r,
+            _ => mismatch(),
+        }
+    }
+
     async fn prune_finished(&self, req: PruneRequest) -> Result<Pruned, StoreError> {
         match self.call(StoreRequest::PruneFinished(req)).await? {
             StoreResponse::Pruned(r) => r,

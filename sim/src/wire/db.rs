@@ -43,6 +43,8 @@ pub enum StoreRequest {
     Overview,
     /// [`Store::requeue_dead_letter`].
     RequeueDeadLetter(TaskId, Timestamp),
+    /// [`Store::requeue_cancel_dead_letter`].
+    RequeueCancelDeadLetter(TaskId, Timestamp),
     /// [`Store::prune_finished`].
     PruneFinished(PruneRequest),
     /// [`Store::store_time`]: answered by the `db` host itself with the world's time, never
@@ -75,6 +77,8 @@ pub enum StoreResponse {
     Overview(Result<Overview, StoreError>),
     /// Requeue.
     Requeue(Result<RequeueOutcome, StoreError>),
+    /// Requeue of a cancel dead letter.
+    CancelRequeue(Result<CancelRequeueOutcome, StoreError>),
     /// Prune.
     Pruned(Result<Pruned, StoreError>),
     /// The store's time.
@@ -102,6 +106,7 @@ impl StoreRequest {
             Q::Get(..) => A::Row(Err(e)),
             Q::Overview => A::Overview(Err(e)),
             Q::RequeueDeadLetter(..) => A::Requeue(Err(e)),
+            Q::RequeueCancelDeadLetter(..) => A::CancelRequeue(Err(e)),
             Q::PruneFinished(..) => A::Pruned(Err(e)),
             Q::Time => A::Time(Err(e)),
         }
@@ -161,6 +166,9 @@ pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
         StoreRequest::Overview => StoreResponse::Overview(store.overview().await),
         StoreRequest::RequeueDeadLetter(id, now) => {
             StoreResponse::Requeue(store.requeue_dead_letter(&id, now).await)
+        }
+        StoreRequest::RequeueCancelDeadLetter(id, now) => {
+            StoreResponse::CancelRequeue(store.requeue_cancel_dead_letter(&id, now).await)
         }
         StoreRequest::PruneFinished(req) => StoreResponse::Pruned(store.prune_finished(req).await),
         StoreRequest::Time => StoreResponse::Time(store.store_time().await),

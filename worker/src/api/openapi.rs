@@ -4,7 +4,8 @@ use super::error::ErrorBody;
 use super::health::{self, Readiness};
 use super::shapes::{
     AnswerBody, AnswerInfo, AnswerResult, AnswerState, Answered, CancelByName, CancelResult,
-    Cancelled, NotificationStatus, Status, SubmitBody, Submitted, Task, TaskDetailBody, TaskList,
+    CancelState, Cancelled, NotificationStatus, Status, SubmitBody, Submitted, Task,
+    TaskDetailBody, TaskList,
 };
 use super::{answers, tasks};
 use crate::peers::{AgentServerReport, AssistantState, PeerReport, PeersReport};
@@ -38,7 +39,7 @@ use utoipa::{Modify, OpenApi};
         SubmitBody, CancelByName, Submitted, Task, TaskDetailBody, TaskList, Cancelled,
         CancelResult, Status, NotificationStatus, ErrorBody, Readiness, AnswerBody, Answered,
         AnswerResult, AnswerInfo, AnswerState, PeersReport, AgentServerReport, PeerReport,
-        AssistantState
+        AssistantState, CancelState
     )),
     modifiers(&BearerScheme),
     tags(

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use tasklatch_core::status::{AnswerStatus, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::CancelOutcome;
-use tasklatch_core::text::{AnswerView, PublicTask, TaskDetail};
+use tasklatch_core::text::{AnswerView, CancelProgress, PublicTask, TaskDetail};
 use tasklatch_core::time::Timestamp;
 use utoipa::ToSchema;
 
@@ -189,6 +189,29 @@ impl From<NotifyStatus> for NotificationStatus {
     }
 }
 
+/// Where a requested cancel is.
+#[derive(Serialize, ToSchema, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelState {
+    /// Cancel work is pending: the worker will call the remote server's cancel.
+    Requested,
+    /// The remote server answered the cancel; the task's real end is still delivered.
+    Sent,
+    /// The cancel was given up (budget spent, or the server unreachable too long); the task
+    /// is still watched, and an operator can requeue the cancel.
+    Failed,
+}
+
+impl From<CancelProgress> for CancelState {
+    fn from(p: CancelProgress) -> Self {
+        match p {
+            CancelProgress::Requested => CancelState::Requested,
+            CancelProgress::Sent => CancelState::Sent,
+            CancelProgress::Failed => CancelState::Failed,
+        }
+    }
+}
+
 /// A task in a listing: exactly the 7 public fields.
 #[derive(Serialize, ToSchema)]
 pub struct Task {
@@ -253,6 +276,8 @@ pub struct TaskDetailBody {
     pub notification_status: NotificationStatus,
     /// Busy-thread (409) answers met while notifying this task's thread.
     pub busy_count: u32,
+    /// Where the cancel is; `null` when no cancel was requested.
+    pub cancel_status: Option<CancelState>,
     /// The user's latest answer to a question of the task, if any (never its text).
     pub answer: Option<AnswerInfo>,
 }
@@ -273,6 +298,7 @@ impl From<TaskDetail> for TaskDetailBody {
             input_request: d.input_request,
             notification_status: d.notification_status.into(),
             busy_count: d.busy_count,
+            cancel_status: d.cancel_status.map(CancelState::from),
             answer: d.answer.and_then(AnswerInfo::of),
         }
     }
