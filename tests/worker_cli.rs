@@ -656,3 +656,64 @@ async fn migrate_into_an_apps_database_leaves_the_app_untouched() {
     assert!(ok, "{out}{err}");
     db.cleanup().await;
 }
+
+/// A task of `server` whose polls failed and backed off an hour, at the wall clock's now.
+fn backed_off_row(id: &str, server: &str) -> TaskRow {
+    let now = tasklatch_worker::clock::SystemClock.now();
+    let mut row = task_row(id, "alice", server, id, "working", now);
+    row.poll.consecutive_errors = 7;
+    row.poll.last_error = Some(tasklatch_core::remote::PollError {
+        class: tasklatch_core::remote::ErrorClass::Connection,
+        message: "connection refused".into(),
+    });
+    row.poll.next_poll_at = Some(now.plus(Duration::from_secs(3_600)));
+    row
+}
+
+async fn next_poll_in(store: &PgStore, id: &str) -> Duration {
+    let rows = store
+        .admin_rows(None, 100)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let row = rows.iter().find(|r| r.id().as_str() == id).expect("row");
+    let next = row.poll.next_poll_at.expect("pollable");
+    next.since(tasklatch_worker::clock::SystemClock.now())
+}
+
+/// `tasks poll-now` brings one server's backed-off polls forward (or every server's), and
+/// refuses to guess which server is meant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn poll_now_brings_a_servers_backed_off_polls_forward() {
+    let db = TestDb::create().await;
+    let store = PgStore::new(db.pool().clone(), Policy::default());
+    for (id, server) in [("tsk_pn_0", "fix"), ("tsk_pn_1", "other")] {
+        store
+            .insert_task(backed_off_row(id, server))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let url = db.url();
+    let poll_now = |args: &'static [&'static str]| {
+        let mut all = vec!["tasks", "poll-now", "--database-url", url];
+        all.extend_from_slice(args);
+        async move { cli(&all, &[]).await }
+    };
+    let (ok, _, err) = poll_now(&[]).await;
+    assert!(!ok && err.contains("--server"), "{err}");
+    let (ok, out, err) = poll_now(&["--server", "fix", "--backed-off-only"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("1 backed-off tasks of server fix are due again"),
+        "{out}"
+    );
+    assert!(next_poll_in(&store, "tsk_pn_0").await < Duration::from_secs(5));
+    assert!(next_poll_in(&store, "tsk_pn_1").await > Duration::from_secs(3_000));
+    let (ok, out, err) = poll_now(&["--all-servers", "--spacing-ms", "10"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("1 tasks of every server are due again"),
+        "{out}"
+    );
+    assert!(next_poll_in(&store, "tsk_pn_1").await < Duration::from_secs(5));
+    db.cleanup().await;
+}

@@ -14,7 +14,7 @@ use crate::store::*;
 use crate::task::TaskRow;
 use crate::time::Timestamp;
 use crate::transitions::outbox::{Recorded, Requeued};
-use crate::transitions::{answer, cancel, guard, outbox, poll, retention, submit};
+use crate::transitions::{answer, cancel, guard, outbox, poll, poll_sooner, retention, submit};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -506,6 +506,34 @@ impl Store for MemStore {
             tasks: doomed.len() as u64,
             runs: 0,
         })
+    }
+
+    async fn poll_sooner(&self, req: PollSooner) -> Result<PolledSooner, StoreError> {
+        if req.limit > MAX_BATCH {
+            return Err(StoreError::Invalid(format!(
+                "polls are brought forward at most {MAX_BATCH} at a time"
+            )));
+        }
+        let mut rows = self.rows();
+        let mut chosen: Vec<(Option<Timestamp>, TaskId)> = rows
+            .values()
+            .filter(|r| poll_sooner::selects(r, &req))
+            .map(|r| (r.poll.next_poll_at, r.id().clone()))
+            .collect();
+        chosen.sort();
+        chosen.truncate(req.limit);
+        let mut done = PolledSooner {
+            selected: chosen.len() as u64,
+            moved: 0,
+        };
+        for (rank, (_, id)) in chosen.iter().enumerate() {
+            if let Some(row) = rows.get_mut(id) {
+                if poll_sooner::bring_forward(row, poll_sooner::slot(&req, rank)) {
+                    done.moved += 1;
+                }
+            }
+        }
+        Ok(done)
     }
 
     async fn requeue_dead_letter(

@@ -10,7 +10,7 @@
 //! method is safe to follow by a re-claim.
 
 use crate::event::Fingerprint;
-use crate::ids::{OwnerId, TaskId, ThreadId, WorkerId};
+use crate::ids::{OwnerId, ServerId, TaskId, ThreadId, WorkerId};
 use crate::lease::{Lease, LeaseKind, Refusal};
 use crate::secret::Secret;
 use crate::status::{DeadLetterReason, NotifyStatus};
@@ -270,6 +270,35 @@ pub struct PruneRequest {
     pub limit: usize,
 }
 
+/// Which polls to bring forward, and how ([`Store::poll_sooner`]).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct PollSooner {
+    /// Only this MCP server's tasks; every server's when `None`.
+    pub server: Option<ServerId>,
+    /// Only tasks whose last poll failed (backed off); every pollable task otherwise.
+    pub backed_off_only: bool,
+    /// The caller's current time (a poll lease unexpired then keeps its row out).
+    pub now: Timestamp,
+    /// The first selected task is due then, each next one `spacing` later; tasks already due by
+    /// then are left out (a caller that pages on starts the next call where this one's spread
+    /// ended).
+    pub from: Timestamp,
+    /// The gap between two brought-forward polls: the rate limit.
+    pub spacing: Duration,
+    /// At most this many tasks, earliest next poll first; at most
+    /// [`crate::policy::MAX_BATCH`] (a larger limit is [`StoreError::Invalid`]).
+    pub limit: usize,
+}
+
+/// What [`Store::poll_sooner`] did.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+pub struct PolledSooner {
+    /// Tasks selected (at most the limit: fewer means there are no more).
+    pub selected: u64,
+    /// Of those, tasks whose next poll moved earlier.
+    pub moved: u64,
+}
+
 /// What a prune deleted.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
 pub struct Pruned {
@@ -475,6 +504,16 @@ pub trait Store: Send + Sync {
         id: &TaskId,
         now: Timestamp,
     ) -> impl Future<Output = Result<RequeueOutcome, StoreError>> + Send;
+
+    /// Brings polls forward ([`crate::transitions::poll_sooner`]), unscoped: up to `req.limit`
+    /// tasks [`crate::transitions::poll_sooner::selects`] at `req`, in (next poll, id) order,
+    /// the k-th due no later than `req.from + k × req.spacing`; nothing else changes. Atomic per
+    /// call. A `limit` above [`crate::policy::MAX_BATCH`] is [`StoreError::Invalid`] and moves
+    /// nothing.
+    fn poll_sooner(
+        &self,
+        req: PollSooner,
+    ) -> impl Future<Output = Result<PolledSooner, StoreError>> + Send;
 
     /// Operator action, unscoped: requeues task `id`'s cancel dead letter
     /// ([`crate::transitions::cancel::requeue`]): the remote cancel is requested again, due

@@ -281,7 +281,9 @@ async fn cancel_budget_exhaustion_is_a_visible_cancel_dead_letter() {
         .await;
     w.driver.on_cancel(
         "rt-1",
-        [Err(unavailable(ErrorClass::Connection, "connection reset"))],
+        [Err(DriverError::Rejected(
+            "-32602: already terminal".into(),
+        ))],
     );
     assert_eq!(
         e.cancel(&scope(), &by_id(id.as_str())).await.unwrap(),

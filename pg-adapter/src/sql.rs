@@ -86,6 +86,8 @@ pub(crate) const WITHDRAW_SUBMIT: &str = include_str!("../sql/store/withdraw_sub
 pub(crate) const REQUEST_CANCEL: &str = include_str!("../sql/store/request_cancel.sql");
 /// An operator's requeue of a dead-lettered notification.
 pub(crate) const REQUEUE_DEAD_LETTER: &str = include_str!("../sql/store/requeue_dead_letter.sql");
+/// Polls brought forward after an outage, or on an operator's request.
+pub(crate) const POLL_SOONER: &str = include_str!("../sql/store/poll_sooner.sql");
 /// An operator's requeue of a cancel dead letter.
 pub(crate) const REQUEUE_CANCEL_DEAD_LETTER: &str =
     include_str!("../sql/store/requeue_cancel_dead_letter.sql");

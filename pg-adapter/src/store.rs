@@ -1158,6 +1158,35 @@ impl Store for PgStore {
         )
     }
 
+    /// One statement: the chosen rows are locked (skipping rows a concurrent call holds) and
+    /// only their next poll moves, earlier.
+    async fn poll_sooner(&self, req: PollSooner) -> Result<PolledSooner, StoreError> {
+        if req.limit > MAX_BATCH {
+            return Err(StoreError::Invalid(format!(
+                "polls are brought forward at most {MAX_BATCH} at a time"
+            )));
+        }
+        let spacing = i64::try_from(req.spacing.as_micros()).unwrap_or(i64::MAX);
+        let row = sqlx::query(sql::POLL_SOONER)
+            .bind(req.server.as_ref().map(|s| s.as_str().to_owned()))
+            .bind(req.backed_off_only)
+            .bind(req.now.as_micros())
+            .bind(req.from.as_micros())
+            .bind(spacing)
+            .bind(i64::try_from(req.limit).unwrap_or(i64::MAX))
+            .fetch_one(&self.inner.pool)
+            .await
+            .map_err(store_error)?;
+        let count = |name: &str| -> Result<u64, StoreError> {
+            let n: i64 = col(&row, name)?;
+            u64::try_from(n).map_err(|_| StoreError::Unavailable(format!("negative {name}")))
+        };
+        Ok(PolledSooner {
+            selected: count("selected")?,
+            moved: count("moved")?,
+        })
+    }
+
     /// One statement: the row is locked, changed only when its cancel work is dead-lettered and
     /// the task is not terminal.
     async fn requeue_cancel_dead_letter(

@@ -1,5 +1,6 @@
 //! The operator views: `tasklatch tasks list|show|cancel --owner O --thread T` (the API's
-//! scoped calls) and `tasklatch dead-letters list|requeue` (`tasklatch_worker::ops`, unscoped).
+//! scoped calls), `tasklatch tasks poll-now` (`tasklatch_worker::poll_now`, unscoped) and
+//! `tasklatch dead-letters list|requeue` (`tasklatch_worker::ops`, unscoped).
 //! The database is `--database-url`, else `$TASKLATCH_DATABASE_URL`, else the `[database]` of
 //! `--config`.
 
@@ -15,6 +16,7 @@ use tasklatch_core::store::{CancelTarget, Scope};
 use tasklatch_pg::PgStore;
 use tasklatch_worker::config::DATABASE_URL_ENV;
 use tasklatch_worker::ops::{self, DeadLetterFilter, DeadLetterKind};
+use tasklatch_worker::poll_now;
 
 /// Where the store is.
 #[derive(Args)]
@@ -79,6 +81,28 @@ enum TasksCommand {
         /// The name of one of the owner's active tasks in the thread.
         #[arg(long)]
         name: Option<String>,
+    },
+    /// Polls tasks now instead of waiting out their backoff (after an MCP server's outage, say):
+    /// every pollable task of one server (or of all), or with --backed-off-only only those whose
+    /// polls failed, spread --spacing-ms apart so the server is not stampeded. Only the schedule
+    /// changes; the running workers poll them. Tasks with a cancel in progress are left alone.
+    PollNow {
+        /// The MCP server id (as in `[servers.<id>]`).
+        #[arg(
+            long,
+            conflicts_with = "all_servers",
+            required_unless_present = "all_servers"
+        )]
+        server: Option<String>,
+        /// Every server's tasks.
+        #[arg(long)]
+        all_servers: bool,
+        /// Only tasks whose last poll failed.
+        #[arg(long)]
+        backed_off_only: bool,
+        /// Milliseconds between two polls brought forward (at least 1).
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+        spacing_ms: u64,
     },
 }
 
@@ -184,6 +208,19 @@ pub fn run_tasks(args: TasksArgs) -> anyhow::Result<ExitCode> {
                     Some(text) => (text, true),
                     None => ("not found in this owner's thread".to_owned(), false),
                 }
+            }
+            TasksCommand::PollNow {
+                server,
+                all_servers: _,
+                backed_off_only,
+                spacing_ms,
+            } => {
+                let what = poll_now::PollNow {
+                    server: server.map(ServerId::from),
+                    backed_off_only,
+                    spacing: std::time::Duration::from_millis(spacing_ms),
+                };
+                (poll_now::poll_now(&store, &what).await?.0, true)
             }
             TasksCommand::Cancel { who, id, name } => {
                 let target = match (id, name) {

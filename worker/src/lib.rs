@@ -40,6 +40,7 @@ pub mod metered;
 pub mod metrics;
 pub mod ops;
 pub mod peers;
+pub mod poll_now;
 pub mod retention;
 pub mod run;
 pub mod schema;

@@ -25,9 +25,9 @@ use tasklatch_core::policy::{bounded, MAX_BATCH, MAX_SHOWN_ERROR};
 use tasklatch_core::status::NotifyStatus;
 use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelRequeueOutcome, CancelTarget,
-    CancelWrite, ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite,
-    PruneRequest, Pruned, Release, RequeueOutcome, Scope, Store, StoreError, SubmitSettled,
-    SubmitSettlement, WriteOutcome,
+    CancelWrite, ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollSooner,
+    PollWrite, PolledSooner, PruneRequest, Pruned, Release, RequeueOutcome, Scope, Store,
+    StoreError, SubmitSettled, SubmitSettlement, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -447,6 +447,12 @@ impl<S: Store> Store for Metered<S> {
     ) -> Result<RequeueOutcome, StoreError> {
         let r = self.inner.requeue_dead_letter(id, now).await;
         self.failed("requeue_dead_letter", &r);
+        r
+    }
+
+    async fn poll_sooner(&self, req: PollSooner) -> Result<PolledSooner, StoreError> {
+        let r = self.inner.poll_sooner(req).await;
+        self.failed("poll_sooner", &r);
         r
     }
 

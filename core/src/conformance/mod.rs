@@ -22,8 +22,8 @@
 //! The calling crate needs `tokio` (with the `macros` and `rt` features) among its
 //! dev-dependencies. A body that fails panics before `cleanup`, as a failing test does.
 //!
-//! - [`claims`], [`poll`], [`notify`], [`cancel`], [`cancel_outage`], [`release`], [`requeue`],
-//!   [`views`], [`retention`]: the store bodies.
+//! - [`claims`], [`poll`], [`poll_sooner`], [`notify`], [`cancel`], [`cancel_outage`],
+//!   [`release`], [`requeue`], [`views`], [`retention`]: the store bodies.
 //! - [`hand_off`]: a poll write that opens the channel claims the notification itself.
 //! - [`cancel_watch`]: a cancel acknowledged or dead-lettered leaves its task watched.
 //! - [`answer`]: answers to input requests.
@@ -40,6 +40,7 @@ pub mod hand_off;
 pub mod ledger;
 pub mod notify;
 pub mod poll;
+pub mod poll_sooner;
 pub mod release;
 pub mod requeue;
 pub mod retention;
@@ -99,6 +100,7 @@ macro_rules! store_conformance {
             cancel::cancel_finished_on_terminal_task_keeps_state,
             cancel_outage::cancel_unavailable_waits_uncounted,
             cancel_outage::cancel_requeue_reissues_a_dead_letter,
+            poll_sooner::poll_sooner_brings_backed_off_polls_forward_spread,
             cancel_watch::cancel_acknowledged_is_polled_until_terminal,
             cancel_watch::cancel_dead_letter_is_polled_until_end_delivered,
             cancel_watch::cancel_ended_refuses_stale_poll,

@@ -5,7 +5,8 @@
 //! concurrently → write the outcomes in one batch, each guarded by its lease. The one sleep
 //! inside is the bounded wait for a run launched in the same claim (`run_confirm_wait`); the
 //! caller decides the cadence by calling [`Engine::run_once`]. A crash anywhere just lets
-//! leases expire; there is no in-memory state to recover.
+//! leases expire; the only in-memory state is advisory (which servers looked down, see
+//! `recovery`), and losing it only delays a recovery to the tasks' own backoff.
 //!
 //! Errors are isolated per task: a row whose outcome cannot be written is retried alone and,
 //! if it still fails, released with a counted error while the rest of the batch proceeds.
@@ -20,12 +21,14 @@ mod local_deadline;
 mod notify_loop;
 mod owed;
 mod poll_loop;
+mod recovery;
 mod run_confirm;
 mod submit;
 
 pub use api::ApiError;
 pub use clock_check::{measure, skew_ms, ClockCheck};
 pub use owed::{SubmitsSettled, CANCEL_ATTEMPTS};
+pub use recovery::{PROBE_INTERVAL, RECOVERY_SPACING};
 pub use submit::{SubmitCommand, SubmitError, WRITE_ATTEMPTS};
 
 use crate::ids::WorkerId;
@@ -93,6 +96,7 @@ pub struct Engine<S, D, L, C> {
     policy: Policy,
     shutting_down: AtomicBool,
     owed: Mutex<Vec<PendingSubmit>>,
+    servers: Mutex<recovery::Servers>,
 }
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
@@ -114,6 +118,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             policy,
             shutting_down: AtomicBool::new(false),
             owed: Mutex::new(Vec::new()),
+            servers: Mutex::new(recovery::Servers::new()),
         }
     }
 

@@ -89,6 +89,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .await;
         let taken = taken.into_inner().unwrap_or_else(|p| p.into_inner());
         handed_off.extend(taken.into_iter().map(|c| (c, notify_deadline)));
+        self.recover_servers().await;
         report
     }
 
@@ -131,6 +132,11 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let handle = &c.row.identity.handle;
         let answer = self.driver.get_status(&c.row.identity.server, handle).await;
         let at = self.clock.now();
+        let unanswered = matches!(
+            answer,
+            Err(DriverError::Unavailable { .. } | DriverError::Malformed(_))
+        );
+        self.poll_saw(&c.row.identity.server, !unanswered, at);
         let update = match answer {
             Ok(report) => {
                 let checked = snapshot::validate(&report, handle);

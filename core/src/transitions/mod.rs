@@ -17,5 +17,6 @@ pub mod cancel;
 pub mod guard;
 pub mod outbox;
 pub mod poll;
+pub mod poll_sooner;
 pub mod retention;
 pub mod submit;

@@ -38,9 +38,9 @@ use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_core::status::RemoteStatus;
 use tasklatch_core::store::{
     AnswerOutcome, AnswerRequest, AnswerWrite, CancelOutcome, CancelRequeueOutcome, CancelTarget,
-    CancelWrite, ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollWrite,
-    PruneRequest, Pruned, Release, RequeueOutcome, Scope, Store, StoreError, SubmitSettled,
-    SubmitSettlement, WriteOutcome,
+    CancelWrite, ClaimRequest, Claimed, HandOff, ListOrder, NotifyWrite, Overview, PollSooner,
+    PollWrite, PolledSooner, PruneRequest, Pruned, Release, RequeueOutcome, Scope, Store,
+    StoreError, SubmitSettled, SubmitSettlement, WriteOutcome,
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
@@ -480,6 +480,8 @@ struct LauncherState {
     lose_reply: BTreeSet<String>,
     /// The next start waits for this gate before doing anything.
     gate: Option<Arc<Gate>>,
+    /// The Agent Server is down: every start and lookup goes unanswered.
+    down: bool,
 }
 
 struct LauncherInner {
@@ -521,6 +523,11 @@ impl RecordingLauncher {
             .create_thread(&OwnerId::from(owner), &ThreadId::from(thread), T0)
             .await
             .expect("create thread");
+    }
+
+    /// Takes the Agent Server down (every start and lookup unanswered) or brings it back.
+    pub fn set_down(&self, down: bool) {
+        lock(&self.inner.state).down = down;
     }
 
     /// The next starts for `task` answer these outcomes without reaching the ledger.
@@ -620,6 +627,11 @@ impl Launcher for RecordingLauncher {
             gate.entered.notify_one();
             gate.release.notified().await;
         }
+        if lock(&self.inner.state).down {
+            let outcome = LaunchOutcome::Unavailable("cannot connect: connection refused".into());
+            lock(&self.inner.state).starts.push((req, outcome.clone()));
+            return outcome;
+        }
         let scripted = lock(&self.inner.state)
             .scripted
             .get_mut(key_task(&req.key))
@@ -665,6 +677,9 @@ impl Launcher for RecordingLauncher {
         let fail = {
             let mut s = lock(&self.inner.state);
             s.lookups.push(run.clone());
+            if s.down {
+                return Err("cannot connect: connection refused".into());
+            }
             match s.failing_lookups.get_mut(run) {
                 Some(n) if *n > 0 => {
                     *n -= 1;
@@ -982,6 +997,10 @@ impl Store for TestStore {
         now: Timestamp,
     ) -> Result<RequeueOutcome, StoreError> {
         self.mem.requeue_dead_letter(id, now).await
+    }
+
+    async fn poll_sooner(&self, req: PollSooner) -> Result<PolledSooner, StoreError> {
+        self.mem.poll_sooner(req).await
     }
 
     async fn requeue_cancel_dead_letter(

@@ -228,6 +228,13 @@ impl Store for RpcStore {
         }
     }
 
+    async fn poll_sooner(&self, req: PollSooner) -> Result<PolledSooner, StoreError> {
+        match self.call(StoreRequest::PollSooner(req)).await? {
+            StoreResponse::PolledSooner(r) => r,
+            _ => mismatch(),
+        }
+    }
+
     async fn requeue_cancel_dead_letter(
         &self,
         id: &TaskId,

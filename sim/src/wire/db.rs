@@ -43,6 +43,8 @@ pub enum StoreRequest {
     Overview,
     /// [`Store::requeue_dead_letter`].
     RequeueDeadLetter(TaskId, Timestamp),
+    /// [`Store::poll_sooner`].
+    PollSooner(PollSooner),
     /// [`Store::requeue_cancel_dead_letter`].
     RequeueCancelDeadLetter(TaskId, Timestamp),
     /// [`Store::prune_finished`].
@@ -77,6 +79,8 @@ pub enum StoreResponse {
     Overview(Result<Overview, StoreError>),
     /// Requeue.
     Requeue(Result<RequeueOutcome, StoreError>),
+    /// Polls brought forward.
+    PolledSooner(Result<PolledSooner, StoreError>),
     /// Requeue of a cancel dead letter.
     CancelRequeue(Result<CancelRequeueOutcome, StoreError>),
     /// Prune.
@@ -107,6 +111,7 @@ impl StoreRequest {
             Q::Overview => A::Overview(Err(e)),
             Q::RequeueDeadLetter(..) => A::Requeue(Err(e)),
             Q::RequeueCancelDeadLetter(..) => A::CancelRequeue(Err(e)),
+            Q::PollSooner(..) => A::PolledSooner(Err(e)),
             Q::PruneFinished(..) => A::Pruned(Err(e)),
             Q::Time => A::Time(Err(e)),
         }
@@ -167,6 +172,7 @@ pub async fn dispatch<S: Store>(store: &S, req: StoreRequest) -> StoreResponse {
         StoreRequest::RequeueDeadLetter(id, now) => {
             StoreResponse::Requeue(store.requeue_dead_letter(&id, now).await)
         }
+        StoreRequest::PollSooner(req) => StoreResponse::PolledSooner(store.poll_sooner(req).await),
         StoreRequest::RequeueCancelDeadLetter(id, now) => {
             StoreResponse::CancelRequeue(store.requeue_cancel_dead_letter(&id, now).await)
         }

@@ -1,0 +1,123 @@
+//! Recovery without waiting out a backoff (DOMAIN §4): the engine remembers which MCP servers
+//! its polls found unavailable. While a server stays so, one of its backed-off tasks is made
+//! due every [`PROBE_INTERVAL`] (a probe, whatever the backoff of the rest); the first poll it
+//! answers again brings every backed-off task of that server forward, [`RECOVERY_SPACING`]
+//! apart, in pages of [`MAX_BATCH`] — a bounded rate, so the server is not stampeded.
+//!
+//! The memory is advisory: a worker that restarts forgets it, and its tasks then wait out
+//! their backoff (capped by `max_poll_backoff`) until a poll fails or answers again. Several
+//! workers each probe (one poll per server per interval each) and each bring the same tasks
+//! forward; a task is only ever moved earlier, to the same spread, so they do not add up.
+
+use super::Engine;
+use crate::ids::ServerId;
+use crate::policy::MAX_BATCH;
+use crate::ports::{Clock, Driver, Launcher};
+use crate::store::{PollSooner, Store};
+use crate::time::Timestamp;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How often a server that keeps failing gets one of its backed-off tasks polled.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(30);
+/// The gap between two polls brought forward after a server answers again (10 per second).
+pub const RECOVERY_SPACING: Duration = Duration::from_millis(100);
+/// Pages brought forward per recovery at most (beyond them, the backoff of the rest stands).
+const MAX_RECOVERY_PAGES: u32 = 10;
+
+/// What the engine's polls last saw of a server.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(super) enum ServerHealth {
+    /// Unavailable; probed last at this time.
+    Down { probed_at: Timestamp },
+    /// Answered again after being down: its backed-off tasks are to be brought forward.
+    Back,
+}
+
+/// Per server, what the polls saw: only servers that were unavailable are listed.
+pub(super) type Servers = BTreeMap<ServerId, ServerHealth>;
+
+impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
+    /// Records what a poll of `server` found: `answered` (any answer of the server) or not.
+    pub(super) fn poll_saw(&self, server: &ServerId, answered: bool, now: Timestamp) {
+        let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        match (servers.get(server).copied(), answered) {
+            (Some(ServerHealth::Down { .. }), true) => {
+                servers.insert(server.clone(), ServerHealth::Back);
+            }
+            (None | Some(ServerHealth::Back), false) => {
+                servers.insert(server.clone(), ServerHealth::Down { probed_at: now });
+            }
+            _ => {}
+        }
+    }
+
+    /// After a poll pass: brings forward the backed-off tasks of the servers that answered
+    /// again, and probes the servers still down whose probe is due.
+    pub(super) async fn recover_servers(&self) {
+        let now = self.clock.now();
+        let (back, probes) = {
+            let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+            let back: Vec<ServerId> = servers
+                .iter()
+                .filter(|(_, h)| **h == ServerHealth::Back)
+                .map(|(s, _)| s.clone())
+                .collect();
+            servers.retain(|_, h| *h != ServerHealth::Back);
+            let mut probes = Vec::new();
+            for (server, health) in servers.iter_mut() {
+                if let ServerHealth::Down { probed_at } = health {
+                    if now.since(*probed_at) >= PROBE_INTERVAL {
+                        *probed_at = now;
+                        probes.push(server.clone());
+                    }
+                }
+            }
+            (back, probes)
+        };
+        for server in back {
+            self.bring_forward(server, now).await;
+        }
+        for server in probes {
+            let req = self.sooner(server, now, 1);
+            if let Err(e) = self.store.poll_sooner(req).await {
+                tracing::debug!(error = %e, "the probe of an unavailable server was not scheduled");
+            }
+        }
+    }
+
+    /// Brings `server`'s backed-off tasks forward from `now`, page after page.
+    async fn bring_forward(&self, server: ServerId, now: Timestamp) {
+        let mut req = self.sooner(server.clone(), now, MAX_BATCH);
+        let mut moved = 0;
+        for _ in 0..MAX_RECOVERY_PAGES {
+            match self.store.poll_sooner(req.clone()).await {
+                Ok(done) => {
+                    moved += done.moved;
+                    if done.selected < MAX_BATCH as u64 {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(server = %server, error = %e, "could not bring the server's backed-off polls forward; they wait out their backoff");
+                    break;
+                }
+            }
+            req.from = req
+                .from
+                .plus(RECOVERY_SPACING.saturating_mul(MAX_BATCH as u32));
+        }
+        tracing::info!(server = %server, tasks = moved, spacing_ms = RECOVERY_SPACING.as_millis() as u64, "the MCP server answers again: its backed-off tasks are polled now, spread");
+    }
+
+    fn sooner(&self, server: ServerId, now: Timestamp, limit: usize) -> PollSooner {
+        PollSooner {
+            server: Some(server),
+            backed_off_only: true,
+            now,
+            from: now,
+            spacing: RECOVERY_SPACING,
+            limit,
+        }
+    }
+}
