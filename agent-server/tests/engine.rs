@@ -156,6 +156,7 @@ fn policy() -> Policy {
         submit_grace: Duration::from_secs(60),
         max_unavailable: Duration::from_secs(24 * 60 * 60),
         max_unavailable_backoff: Duration::from_secs(1),
+        outage_probe_interval: Duration::from_secs(30),
     }
 }
 

@@ -122,6 +122,10 @@ pub struct Policy {
     /// Upper bound of the backoff while a peer is unavailable (`retry_base × 2^n`, capped):
     /// short, so delivery resumes soon after the peer is back.
     pub max_unavailable_backoff: Duration,
+    /// While an MCP server's polls find it unavailable, one of its backed-off tasks is polled
+    /// at least this often (the probe, `engine::recovery`), so that its return is seen soon
+    /// whatever the backoff of the rest (up to `max_poll_backoff`).
+    pub outage_probe_interval: Duration,
 }
 
 impl Default for Policy {
@@ -144,6 +148,7 @@ impl Default for Policy {
             submit_grace: Duration::from_secs(10 * 60),
             max_unavailable: Duration::from_secs(24 * 60 * 60),
             max_unavailable_backoff: Duration::from_secs(60),
+            outage_probe_interval: Duration::from_secs(30),
         }
     }
 }

@@ -103,12 +103,12 @@ async fn no_secret_reaches_any_prompt_public_shape_row_dump_error_or_log_line() 
         }),
     )
     .await;
-    // f: cancelled; the first remote cancel fails echoing the secrets
+    // f: cancelled; the first remote cancel is refused echoing the secrets (counted)
     let f = submit_secret(&w, &e, "f", Some(report(&remote("f"), "working"))).await;
     w.driver.on_cancel(
         &remote("f"),
         [
-            Err(unavailable(ErrorClass::Server, &echo("f", "cancel failed"))),
+            Err(DriverError::Rejected(echo("f", "cancel refused"))),
             Ok(RemoteReport {
                 error: Some(echo("f", "cancelled by user")),
                 ..report(&remote("f"), "cancelled")

@@ -62,6 +62,9 @@ pub fn sim_policy() -> Policy {
     Policy {
         poll_interval: Duration::from_secs(5),
         max_poll_backoff: Duration::from_secs(40),
+        // Beyond the checker's longest poll gap: the probe must not hide an uncapped backoff
+        // (the planted poll-backoff-uncapped) behind polls of its own.
+        outage_probe_interval: Duration::from_secs(180),
         poll_lease: Duration::from_millis(LEASE_MS),
         notify_lease: Duration::from_millis(LEASE_MS),
         cancel_lease: Duration::from_millis(LEASE_MS),

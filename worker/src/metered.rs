@@ -111,7 +111,8 @@ impl<S> Metered<S> {
         self.outcome(LeaseKind::Poll, &w.task_id, outcome);
         if let (Some(e), true) = (&w.update.last_error, w.update.consecutive_errors > 0) {
             self.metrics.poll_failed();
-            tracing::warn!(task = %w.task_id, class = e.class.as_str(), errors = w.update.consecutive_errors, error = ?shown(&e.message), "poll failed");
+            // Logged at debug: the engine warns once per episode, when tracking degrades.
+            tracing::debug!(task = %w.task_id, class = e.class.as_str(), errors = w.update.consecutive_errors, error = ?shown(&e.message), "poll failed");
         }
     }
 
@@ -143,23 +144,24 @@ impl<S> Metered<S> {
             }
             NotifyAction::ThreadGone => {
                 m.dead_letter(DeadLetter::ThreadGone);
-                tracing::warn!(task = %task, version = v, "thread gone (404): dead letter");
+                tracing::debug!(task = %task, version = v, "thread gone (404): dead letter written");
             }
             NotifyAction::LaunchFailed(e) => {
                 m.delivery_failed(DeliveryFailure::Launch);
-                tracing::warn!(task = %task, version = v, error = ?shown(e), "launch failed");
+                tracing::debug!(task = %task, version = v, error = ?shown(e), "launch failure written");
             }
             NotifyAction::RunSucceeded => {
                 m.delivered();
-                tracing::debug!(task = %task, version = v, "delivered");
+                let latency_ms = due.map(|d| now.since(d).as_millis() as u64);
+                tracing::info!(task = %task, version = v, latency_ms, "notification delivered");
             }
             NotifyAction::RunFailed(e) => {
                 m.delivery_failed(DeliveryFailure::Run);
-                tracing::warn!(task = %task, version = v, error = ?shown(e), "run failed");
+                tracing::debug!(task = %task, version = v, error = ?shown(e), "run failure written");
             }
             NotifyAction::RunOutlived(e) => {
                 m.delivery_failed(DeliveryFailure::Run);
-                tracing::warn!(task = %task, version = v, error = ?shown(e), "run outlived max_run_life; its id is kept and looked at before the next attempt");
+                tracing::debug!(task = %task, version = v, error = ?shown(e), "run outlived max_run_life; its id is kept and looked at before the next attempt");
             }
             // Waited out, never a failure: the engine logs the episode's first unanswered call.
             NotifyAction::LaunchUnavailable(_) | NotifyAction::LookupUnavailable(_) => {
@@ -176,7 +178,7 @@ impl<S> Metered<S> {
             NotifyAction::RunPending => {}
             NotifyAction::BudgetExhausted => {
                 m.dead_letter(DeadLetter::Budget);
-                tracing::warn!(task = %task, version = v, "failure budget spent: dead letter");
+                tracing::debug!(task = %task, version = v, "failure budget spent: dead letter written");
             }
         }
     }
@@ -192,13 +194,13 @@ impl<S> Metered<S> {
             }
             CancelAction::Failed(e) => {
                 self.metrics.cancel_failed();
-                tracing::warn!(task = %w.task_id, error = ?shown(e), "remote cancel failed");
+                tracing::debug!(task = %w.task_id, error = ?shown(e), "remote cancel failure written");
             }
             // Waited out, never a failure: the engine logs the episode's first unanswered call.
             CancelAction::Unavailable(_) => self.metrics.unanswered(Unanswered::Cancel),
             CancelAction::BudgetExhausted if outcome.is_ok() => {
                 self.metrics.dead_letter(DeadLetter::CancelBudget);
-                tracing::warn!(task = %w.task_id, "cancel budget spent: cancel dead letter, polling resumes");
+                tracing::debug!(task = %w.task_id, "cancel budget spent: cancel dead letter written");
             }
             CancelAction::BudgetExhausted => {}
         }

@@ -283,11 +283,13 @@ async fn detail_is_the_whitelist_and_no_answer_carries_a_secret() {
             "busy_count",
             "cancel_requested",
             "cancel_status",
+            "cancel_unavailable_since",
             "created_at",
             "error",
             "input_request",
             "name",
             "notification_status",
+            "notification_unavailable_since",
             "result_preview",
             "result_truncated",
             "status",
@@ -298,6 +300,8 @@ async fn detail_is_the_whitelist_and_no_answer_carries_a_secret() {
     assert_eq!(d.json["status"], json!("completed"));
     assert_eq!(d.json["notification_status"], json!("pending"));
     assert_eq!(d.json["cancel_status"], json!(null));
+    assert_eq!(d.json["notification_unavailable_since"], json!(null));
+    assert_eq!(d.json["cancel_unavailable_since"], json!(null));
     assert_eq!(
         d.json["result_preview"],
         json!("done; remote id [redacted]")

@@ -28,7 +28,7 @@ mod submit;
 pub use api::ApiError;
 pub use clock_check::{measure, skew_ms, ClockCheck};
 pub use owed::{SubmitsSettled, CANCEL_ATTEMPTS};
-pub use recovery::{PROBE_INTERVAL, RECOVERY_SPACING};
+pub use recovery::RECOVERY_SPACING;
 pub use submit::{SubmitCommand, SubmitError, WRITE_ATTEMPTS};
 
 use crate::ids::WorkerId;

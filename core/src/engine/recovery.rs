@@ -1,6 +1,6 @@
 //! Recovery without waiting out a backoff (DOMAIN §4): the engine remembers which MCP servers
 //! its polls found unavailable. While a server stays so, one of its backed-off tasks is made
-//! due every [`PROBE_INTERVAL`] (a probe, whatever the backoff of the rest); the first poll it
+//! due every `policy.outage_probe_interval` (a probe, whatever the backoff of the rest); the first poll it
 //! answers again brings every backed-off task of that server forward, [`RECOVERY_SPACING`]
 //! apart, in pages of [`MAX_BATCH`] — a bounded rate, so the server is not stampeded.
 //!
@@ -18,8 +18,6 @@ use crate::time::Timestamp;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// How often a server that keeps failing gets one of its backed-off tasks polled.
-pub const PROBE_INTERVAL: Duration = Duration::from_secs(30);
 /// The gap between two polls brought forward after a server answers again (10 per second).
 pub const RECOVERY_SPACING: Duration = Duration::from_millis(100);
 /// Pages brought forward per recovery at most (beyond them, the backoff of the rest stands).
@@ -67,7 +65,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             let mut probes = Vec::new();
             for (server, health) in servers.iter_mut() {
                 if let ServerHealth::Down { probed_at } = health {
-                    if now.since(*probed_at) >= PROBE_INTERVAL {
+                    if now.since(*probed_at) >= self.policy.outage_probe_interval {
                         *probed_at = now;
                         probes.push(server.clone());
                     }

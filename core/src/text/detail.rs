@@ -1,14 +1,16 @@
 //! The detail view of one task: the 7 public fields and only these whitelisted, bounded
 //! additions (DOMAIN §8): a preview of the result with its truncated flag, the pending input
 //! request, the notification state, the visible 409 count, where the cancel work is (never its
-//! stored error) and where the user's latest answer is (its question id and status — never its
-//! text). Never the remote handle, the
+//! stored error), since when a peer outage holds the notification or the pending cancel back
+//! (DOMAIN: an outage must be visible, and it is never a failure) and where the user's latest
+//! answer is (its question id and status — never its text). Never the remote handle, the
 //! session, driver data, the run id, leases or stored errors of the loops.
 
 use super::public::{public_text, PublicTask};
 use crate::policy::{bounded, MAX_INPUT_REQUEST};
 use crate::status::{AnswerStatus, CancelStatus, NotifyStatus, RemoteStatus};
 use crate::task::TaskRow;
+use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// Characters of the result shown in a detail view; longer results are cut and flagged.
@@ -32,8 +34,17 @@ pub struct TaskDetail {
     pub notification_status: NotifyStatus,
     /// Busy-thread (409) answers met while delivering this task's notifications.
     pub busy_count: u32,
+    /// When the Agent Server's current outage began for this task's notification: the
+    /// notification waits for the Agent Server since then; an outage is never counted as a
+    /// failure. `None` when the Agent Server is not known to be down for it.
+    pub notification_unavailable_since: Option<Timestamp>,
     /// Where the cancel work is; `None` when no cancel was requested.
     pub cancel_status: Option<CancelProgress>,
+    /// When the MCP server's current outage began for the cancel work, while that work is
+    /// pending (`cancel_status` `requested`): the cancel waits for the server since then; an
+    /// outage is never counted as a failure. `None` otherwise — a cancel dead-lettered by an
+    /// outage keeps its start on the row, but here `cancel_status` already says `failed`.
+    pub cancel_unavailable_since: Option<Timestamp>,
     /// The user's latest answer to an input request: which question and where it is. Never
     /// the answer's text.
     pub answer: Option<AnswerView>,
@@ -99,7 +110,12 @@ impl TaskDetail {
             input_request,
             notification_status: row.outbox.status,
             busy_count: row.outbox.busy_count,
+            notification_unavailable_since: row.outbox.unavailable_since,
             cancel_status: CancelProgress::of(row.cancel.status),
+            cancel_unavailable_since: match row.cancel.status {
+                CancelStatus::Requested => row.cancel.unavailable_since,
+                _ => None,
+            },
             answer: row.answer.request_id.as_ref().map(|id| AnswerView {
                 request_id: id.clone(),
                 status: row.answer.status,
@@ -136,11 +152,13 @@ mod tests {
                 "busy_count",
                 "cancel_requested",
                 "cancel_status",
+                "cancel_unavailable_since",
                 "created_at",
                 "error",
                 "input_request",
                 "name",
                 "notification_status",
+                "notification_unavailable_since",
                 "result_preview",
                 "result_truncated",
                 "status",
@@ -155,6 +173,59 @@ mod tests {
         assert!(!v.to_string().contains("should not show"));
         assert_eq!(d.answer, None);
         assert_eq!(v["cancel_status"], serde_json::Value::Null);
+        assert_eq!(v["notification_unavailable_since"], serde_json::Value::Null);
+        assert_eq!(v["cancel_unavailable_since"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn an_outage_shows_since_when_the_notification_or_pending_cancel_waits() {
+        let t = Timestamp::from_micros;
+        let mut r = row("tsk_1", "n", RemoteStatus::Working, 9_000);
+        let d = TaskDetail::from_row(&r);
+        assert_eq!(
+            (d.notification_unavailable_since, d.cancel_unavailable_since),
+            (None, None)
+        );
+        // Set: the Agent Server is down for the notification, the MCP server for the cancel.
+        r.outbox.unavailable_since = Some(t(5_000));
+        r.cancel.status = CancelStatus::Requested;
+        r.cancel.unavailable_since = Some(t(6_000));
+        let d = TaskDetail::from_row(&r);
+        assert_eq!(d.notification_unavailable_since, Some(t(5_000)));
+        assert_eq!(d.cancel_unavailable_since, Some(t(6_000)));
+        let v = serde_json::to_value(&d).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            v["notification_unavailable_since"],
+            serde_json::json!(5_000)
+        );
+        assert_eq!(v["cancel_unavailable_since"], serde_json::json!(6_000));
+        let back: TaskDetail = serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, d);
+        // Unset again: an answer ends the outage.
+        r.outbox.unavailable_since = None;
+        r.cancel.unavailable_since = None;
+        let d = TaskDetail::from_row(&r);
+        assert_eq!(
+            (d.notification_unavailable_since, d.cancel_unavailable_since),
+            (None, None)
+        );
+        // A cancel no longer pending shows no outage, even with a start kept on the row: the
+        // dead letter (an outage too long) reads `failed`, never a wait.
+        r.cancel.unavailable_since = Some(t(6_000));
+        for status in [
+            CancelStatus::DeadLetter,
+            CancelStatus::Done,
+            CancelStatus::None,
+        ] {
+            r.cancel.status = status;
+            let d = TaskDetail::from_row(&r);
+            assert_eq!(d.cancel_unavailable_since, None, "{status}");
+            assert_eq!(d.cancel_status, CancelProgress::of(status), "{status}");
+        }
+        r.cancel.status = CancelStatus::DeadLetter;
+        let v = serde_json::to_value(TaskDetail::from_row(&r)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(v["cancel_status"], serde_json::json!("failed"));
+        assert_eq!(v["cancel_unavailable_since"], serde_json::Value::Null);
     }
 
     #[test]

@@ -117,6 +117,7 @@ pub fn bench_policy(batch: usize) -> Policy {
         submit_grace: Duration::from_secs(60),
         max_unavailable: Duration::from_secs(24 * 60 * 60),
         max_unavailable_backoff: Duration::from_secs(5),
+        outage_probe_interval: Duration::from_secs(30),
     }
 }
 

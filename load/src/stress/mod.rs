@@ -130,6 +130,7 @@ pub fn stress_policy() -> Policy {
         submit_grace: Duration::from_secs(10 * 60),
         max_unavailable: Duration::from_secs(24 * 60 * 60),
         max_unavailable_backoff: Duration::from_secs(60),
+        outage_probe_interval: Duration::from_secs(30),
     }
 }
 

@@ -276,8 +276,18 @@ pub struct TaskDetailBody {
     pub notification_status: NotificationStatus,
     /// Busy-thread (409) answers met while notifying this task's thread.
     pub busy_count: u32,
+    /// When the Agent Server's current outage began for this task's notification: the
+    /// notification waits for the Agent Server since then (an outage is never counted as a
+    /// failure); `null` when it is not waiting for one.
+    #[schema(format = DateTime)]
+    pub notification_unavailable_since: Option<String>,
     /// Where the cancel is; `null` when no cancel was requested.
     pub cancel_status: Option<CancelState>,
+    /// While the cancel is `requested`: when the MCP server's current outage began for it (the
+    /// cancel waits for the server since then; an outage is never counted as a failure);
+    /// otherwise `null` (a cancel given up reads `failed` in `cancel_status`).
+    #[schema(format = DateTime)]
+    pub cancel_unavailable_since: Option<String>,
     /// The user's latest answer to a question of the task, if any (never its text).
     pub answer: Option<AnswerInfo>,
 }
@@ -298,7 +308,9 @@ impl From<TaskDetail> for TaskDetailBody {
             input_request: d.input_request,
             notification_status: d.notification_status.into(),
             busy_count: d.busy_count,
+            notification_unavailable_since: d.notification_unavailable_since.map(rfc3339),
             cancel_status: d.cancel_status.map(CancelState::from),
+            cancel_unavailable_since: d.cancel_unavailable_since.map(rfc3339),
             answer: d.answer.and_then(AnswerInfo::of),
         }
     }

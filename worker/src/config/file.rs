@@ -150,6 +150,9 @@ pub struct EngineSection {
     /// Upper bound of the backoff while a peer is unavailable: delivery and cancels resume
     /// within it once the peer is back.
     pub max_unavailable_backoff_ms: u64,
+    /// While an MCP server's polls fail, one of its backed-off tasks is polled at least this
+    /// often, so that its return is seen soon whatever the backoff of the rest.
+    pub outage_probe_interval_ms: u64,
 }
 
 impl Default for EngineSection {
@@ -175,6 +178,7 @@ impl Default for EngineSection {
             submit_grace_ms: ms(p.submit_grace),
             max_unavailable_ms: ms(p.max_unavailable),
             max_unavailable_backoff_ms: ms(p.max_unavailable_backoff),
+            outage_probe_interval_ms: ms(p.outage_probe_interval),
         }
     }
 }

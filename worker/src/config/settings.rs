@@ -260,6 +260,7 @@ fn policy_of(e: &EngineSection, l: &LoopsSection) -> Result<Policy, ConfigError>
             MAX_MAX_UNAVAILABLE_MS,
         )?),
         max_unavailable_backoff: ms("max_unavailable_backoff_ms", e.max_unavailable_backoff_ms)?,
+        outage_probe_interval: ms("outage_probe_interval_ms", e.outage_probe_interval_ms)?,
     };
     if policy.max_run_life <= policy.run_check_interval {
         return Err(ConfigError::new(
