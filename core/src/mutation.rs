@@ -140,7 +140,7 @@ pub enum Mutant {
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 42] = [
+    pub const ALL: [Mutant; 41] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -174,7 +174,6 @@ impl Mutant {
         Mutant::ContextNameNotNeutralised,
         Mutant::LeaseCheckWallClockOnly,
         Mutant::UnrequestedCancelNotNotified,
-        Mutant::SecondDegradationSuppressed,
         Mutant::OwedHandleGivenUp,
         Mutant::InterruptedRunForgotten,
         Mutant::NeutraliserSkipsNormalisation,

@@ -118,7 +118,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             policy,
             shutting_down: AtomicBool::new(false),
             owed: Mutex::new(Vec::new()),
-            servers: Mutex::new(recovery::Servers::new()),
+            servers: Mutex::new(recovery::Servers::default()),
         }
     }
 

@@ -1,8 +1,10 @@
 //! Recovery without waiting out a backoff (DOMAIN §4): the engine remembers which MCP servers
 //! its polls found unavailable. While a server stays so, one of its backed-off tasks is made
-//! due every `policy.outage_probe_interval` (a probe, whatever the backoff of the rest); the first poll it
-//! answers again brings every backed-off task of that server forward, [`RECOVERY_SPACING`]
-//! apart, in pages of [`MAX_BATCH`] — a bounded rate, so the server is not stampeded.
+//! due every `policy.outage_probe_interval` (a probe, whatever the backoff of the rest); the
+//! first poll it answers again brings every backed-off task of that server forward,
+//! [`RECOVERY_SPACING`] apart, in pages of [`MAX_BATCH`] — a bounded rate, so the server is not
+//! stampeded — at most once per probe interval, so that a task failing on its own while the
+//! rest of its server answers is polled at that interval, not at every pass.
 //!
 //! The memory is advisory: a worker that restarts forgets it, and its tasks then wait out
 //! their backoff (capped by `max_poll_backoff`) until a poll fails or answers again. Several
@@ -32,19 +34,25 @@ pub(super) enum ServerHealth {
     Back,
 }
 
-/// Per server, what the polls saw: only servers that were unavailable are listed.
-pub(super) type Servers = BTreeMap<ServerId, ServerHealth>;
+/// Per server, what the polls saw (only servers that were unavailable are listed), and when
+/// each server's backed-off tasks were last brought forward.
+#[derive(Default)]
+pub(super) struct Servers {
+    health: BTreeMap<ServerId, ServerHealth>,
+    recovered_at: BTreeMap<ServerId, Timestamp>,
+}
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// Records what a poll of `server` found: `answered` (any answer of the server) or not.
     pub(super) fn poll_saw(&self, server: &ServerId, answered: bool, now: Timestamp) {
         let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        match (servers.get(server).copied(), answered) {
+        match (servers.health.get(server).copied(), answered) {
             (Some(ServerHealth::Down { .. }), true) => {
-                servers.insert(server.clone(), ServerHealth::Back);
+                servers.health.insert(server.clone(), ServerHealth::Back);
             }
             (None | Some(ServerHealth::Back), false) => {
-                servers.insert(server.clone(), ServerHealth::Down { probed_at: now });
+                let down = ServerHealth::Down { probed_at: now };
+                servers.health.insert(server.clone(), down);
             }
             _ => {}
         }
@@ -54,18 +62,34 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// again, and probes the servers still down whose probe is due.
     pub(super) async fn recover_servers(&self) {
         let now = self.clock.now();
+        let every = self.policy.outage_probe_interval;
         let (back, probes) = {
-            let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+            let servers = &mut *guard;
+            // A server is brought forward at most once per probe interval: one task failing
+            // on its own while the rest answer must not be polled every pass.
             let back: Vec<ServerId> = servers
+                .health
                 .iter()
-                .filter(|(_, h)| **h == ServerHealth::Back)
+                .filter(|(s, h)| {
+                    **h == ServerHealth::Back
+                        && servers
+                            .recovered_at
+                            .get(*s)
+                            .is_none_or(|t| now.since(*t) >= every)
+                })
                 .map(|(s, _)| s.clone())
                 .collect();
-            servers.retain(|_, h| *h != ServerHealth::Back);
+            for server in &back {
+                servers.recovered_at.insert(server.clone(), now);
+            }
+            servers
+                .health
+                .retain(|s, h| *h != ServerHealth::Back || !back.contains(s));
             let mut probes = Vec::new();
-            for (server, health) in servers.iter_mut() {
+            for (server, health) in servers.health.iter_mut() {
                 if let ServerHealth::Down { probed_at } = health {
-                    if now.since(*probed_at) >= self.policy.outage_probe_interval {
+                    if now.since(*probed_at) >= every {
                         *probed_at = now;
                         probes.push(server.clone());
                     }
