@@ -4,9 +4,9 @@
 //! against a real Postgres, scoped to (owner, thread), without remote ids; requeues of
 //! notification and cancel dead letters, by id and in bulk.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::time::Duration;
 use tasklatch_core::ids::{OwnerId, TaskId, ThreadId, WorkerId};
 use tasklatch_core::lease::LeaseKind;
@@ -25,13 +25,17 @@ use tasklatch_core::transitions::outbox::NotifyAction;
 use tasklatch_core::transitions::submit::new_row;
 use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::PgStore;
+use tasklatch_worker::config::DATABASE_URL_ENV;
 
 const PASSWORD: &str = "PLANTED-CLI-DB-PASSWORD";
 const REMOTE_ID: &str = "RT-PLANTED-CLI-REMOTE-ID";
 
+/// Runs the binary with `env` added to this process's environment, less
+/// `$TASKLATCH_DATABASE_URL` unless `env` sets it.
 fn tasklatch(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
         .args(args)
+        .env_remove(DATABASE_URL_ENV)
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -716,4 +720,187 @@ async fn poll_now_brings_a_servers_backed_off_polls_forward() {
     );
     assert!(next_poll_in(&store, "tsk_pn_1").await < Duration::from_secs(5));
     db.cleanup().await;
+}
+
+/// `tasklatch migrate` takes the database from `$TASKLATCH_DATABASE_URL` when `--database-url`
+/// is not given (so no password on the command line), says so in `--help`, and names both when
+/// neither is given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_takes_the_database_from_the_environment() {
+    let (ok, out, err) = cli(&["migrate", "--help"], &[]).await;
+    assert!(ok && out.contains("$TASKLATCH_DATABASE_URL"), "{out}{err}");
+    let (ok, out, err) = cli(&["migrate"], &[]).await;
+    assert!(!ok, "{out}{err}");
+    assert!(
+        err.contains("give --database-url or $TASKLATCH_DATABASE_URL"),
+        "{err}"
+    );
+
+    let db = TestDb::create_empty().await;
+    let url = with_password(db.url());
+    let (ok, out, err) = cli(&["migrate"], &[(DATABASE_URL_ENV, &url)]).await;
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("migrated schema tasklatch"), "{out}");
+    assert!(
+        !out.contains("PLANTED") && !err.contains("PLANTED"),
+        "{out}{err}"
+    );
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM tasklatch._sqlx_migrations")
+        .fetch_one(db.pool())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        usize::try_from(applied).unwrap_or_default(),
+        tasklatch_pg::MIGRATOR.iter().count()
+    );
+    db.cleanup().await;
+}
+
+/// Tasks of a listing too long for one pipe buffer: 100 completed tasks of alice in thread
+/// [`long_thread`], each named 200 four-byte characters, their notifications dead-lettered
+/// (thread gone). `tasks list` prints about 88 KB of them, `dead-letters list` as much.
+async fn seed_long_listing(store: &PgStore) {
+    let now = Timestamp::from_micros(1_700_000_000_000_000);
+    let name = "\u{1d539}".repeat(200);
+    for i in 0..100 {
+        let mut row = task_row(
+            &format!("tsk_pipe_{i}"),
+            "alice",
+            "fix",
+            &name,
+            "completed",
+            now,
+        );
+        row.identity.thread = ThreadId::from(long_thread());
+        store
+            .insert_task(row)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let claim = ClaimRequest {
+        limit: 100,
+        ..claim_req(now)
+    };
+    let claimed = store
+        .claim(LeaseKind::Notify, claim)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        claimed.len(),
+        100,
+        "every completed task has something to say"
+    );
+    let gone = claimed
+        .iter()
+        .map(|c| NotifyWrite {
+            task_id: c.row.id().clone(),
+            lease: c.lease.clone(),
+            dispatch_version: c.row.outbox.dispatch_version,
+            action: NotifyAction::ThreadGone,
+        })
+        .collect();
+    let written = store
+        .finish_notifications(gone, now)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(written.iter().all(|w| w.is_ok()), "{written:?}");
+}
+
+/// A thread id of 200 four-byte characters.
+fn long_thread() -> String {
+    "\u{1d538}".repeat(200)
+}
+
+/// Runs `tasklatch ARGS…` with stdout a pipe whose reader reads one line and then closes it
+/// (as `| head -1` does); the exit status and stderr.
+fn read_one_line_then_close(args: &[String], url: &str) -> (ExitStatus, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tasklatch"))
+        .args(args)
+        .env(DATABASE_URL_ENV, url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run tasklatch: {e}"));
+    let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+    let mut first = String::new();
+    let mut reader = BufReader::new(stdout);
+    reader
+        .read_line(&mut first)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(first.starts_with("TASK"), "{first}");
+    drop(reader);
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `tasks list | head -1` and `dead-letters list | head -1`: when the reader closes the pipe
+/// before the listing is written, the command stops quietly with exit code 0 (no panic, no
+/// "Broken pipe").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_stop_quietly_when_the_reader_closes_the_pipe() {
+    let db = TestDb::create().await;
+    seed_long_listing(&PgStore::new(db.pool().clone(), Policy::default())).await;
+    let thread = long_thread();
+    let listings = [
+        vec!["dead-letters", "list"],
+        vec![
+            "tasks", "list", "--owner", "alice", "--thread", &thread, "--limit", "100",
+        ],
+    ];
+    for args in listings {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let url = db.url().to_owned();
+        let shown = args.join(" ");
+        let (status, err) =
+            tokio::task::spawn_blocking(move || read_one_line_then_close(&args, &url))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert!(status.success(), "{shown}: {status}: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{shown}: {err}"
+        );
+    }
+    db.cleanup().await;
+}
+
+/// A port on 127.0.0.1 that nothing listens on (bound, then released).
+fn closed_port() -> u16 {
+    let listener =
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+    listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .port()
+}
+
+/// A worker and an operator command pointed at a port nothing listens on fail with the server
+/// (`127.0.0.1:<port>`) and the cause (refused), never the password or the URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_database_is_named_with_the_cause() {
+    let port = closed_port();
+    let url = format!("postgres://postgres:{PASSWORD}@127.0.0.1:{port}/test");
+    let at = format!("127.0.0.1:{port}");
+    let quick = CONFIG.replace("[database]\n", "[database]\nconnect_timeout_ms = 300\n");
+    let config = config_file("refused", &quick);
+    let path = config.to_str().unwrap_or_default();
+    let worker = cli(&["worker", "--config", path], &[("CLI_DATABASE_URL", &url)]).await;
+    let operator = cli(&["dead-letters", "list"], &[(DATABASE_URL_ENV, &url)]).await;
+    for (ok, out, err) in [worker, operator] {
+        assert!(!ok, "{out}{err}");
+        assert!(
+            err.contains(&format!("could not connect to the database at {at}: ")),
+            "{err}"
+        );
+        assert!(err.contains("refused"), "{err}");
+        assert!(
+            !err.contains("PLANTED") && !err.contains("postgres://"),
+            "{err}"
+        );
+    }
+    let _ = std::fs::remove_file(config);
 }

@@ -10,7 +10,8 @@
 //! - [`migrate`]: the migrations, embedded from `migrations/`, applied into tasklatch's own
 //!   schema ([`SchemaName`], default `tasklatch`) with their history kept there; [`connect`]: a
 //!   pool whose connections start in that schema with statement and lock timeouts
-//!   ([`SessionSettings`]).
+//!   ([`SessionSettings`]); [`open`]: a pool whose failure to connect names the server and the
+//!   cause ([`ConnectError`]).
 //! - `harness` (feature `testkit`): fresh test databases on a local, configured or throwaway
 //!   server, for tests, the simulation and the load tools (`tasklatch-load`).
 //!
@@ -35,7 +36,7 @@ mod store;
 pub use error::{ledger_error, store_error};
 pub use ledger::{Coalescing, PgLedger};
 pub use migrate::{migrate, migrator, MigrationError, MIGRATOR};
-pub use pool::{connect, connect_named, connect_with};
+pub use pool::{connect, connect_named, connect_with, open, ConnectError};
 pub use row::{decode_task, event_json, storable};
 pub use session::{
     InvalidSchemaName, SchemaName, SessionSettings, DEFAULT_LOCK_TIMEOUT, DEFAULT_SCHEMA,

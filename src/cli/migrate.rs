@@ -1,33 +1,40 @@
 //! `tasklatch migrate`: applies the schema (`tasklatch_pg::migrate`).
 
+use super::out;
 use clap::Args;
 use std::process::ExitCode;
 use tasklatch_pg::{SchemaName, SessionSettings};
+use tasklatch_worker::config::DATABASE_URL_ENV;
 
 /// Arguments of `tasklatch migrate`.
 #[derive(Args)]
 pub struct MigrateArgs {
-    /// The database to migrate.
+    /// The database to migrate (default: $TASKLATCH_DATABASE_URL). Prefer the variable when the
+    /// URL holds a password: a command line is visible to every user of the host.
     #[arg(long)]
-    database_url: String,
+    database_url: Option<String>,
     /// The schema tasklatch lives in (created if missing; its tables, functions and migration
     /// history `<schema>._sqlx_migrations`). The workers' `database.schema` must name the same.
     #[arg(long, default_value = tasklatch_pg::DEFAULT_SCHEMA)]
     schema: String,
 }
 
-/// Applies every pending migration into the schema.
+/// Applies every pending migration into the schema of the database named by `--database-url`,
+/// else by `$TASKLATCH_DATABASE_URL` (an error names both when neither is given).
 pub fn run_cli(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let schema = SchemaName::new(&args.schema).map_err(|e| anyhow::anyhow!("--schema: {e}"))?;
+    let url = args
+        .database_url
+        .or_else(|| std::env::var(DATABASE_URL_ENV).ok())
+        .ok_or_else(|| anyhow::anyhow!("give --database-url or ${DATABASE_URL_ENV}"))?;
+    // The parser's message may quote the URL (and its password): not passed on.
+    let options = url
+        .parse()
+        .map_err(|_| anyhow::anyhow!("the database URL is not a valid PostgreSQL URL"))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        // The parser's message may quote the URL (and its password): not passed on.
-        let options = args
-            .database_url
-            .parse()
-            .map_err(|_| anyhow::anyhow!("the database URL is not a valid PostgreSQL URL"))?;
         let session = SessionSettings {
             schema: schema.clone(),
             ..SessionSettings::default()
@@ -37,7 +44,9 @@ pub fn run_cli(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         pool.close().await;
         result?;
         let applied = tasklatch_pg::MIGRATOR.iter().count();
-        println!("migrated schema {schema}: {applied} migrations applied or already present");
+        out::line(format_args!(
+            "migrated schema {schema}: {applied} migrations applied or already present"
+        ))?;
         anyhow::Ok(ExitCode::SUCCESS)
     })
 }

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod migrate;
+pub mod out;
 pub mod sim;
 pub mod stress;
 pub mod tasks;

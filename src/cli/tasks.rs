@@ -2,13 +2,17 @@
 //! scoped calls), `tasklatch tasks poll-now` (`tasklatch_worker::poll_now`, unscoped) and
 //! `tasklatch dead-letters list|requeue` (`tasklatch_worker::ops`, unscoped).
 //! The database is `--database-url`, else `$TASKLATCH_DATABASE_URL`, else the `[database]` of
-//! `--config`.
+//! `--config`; a database that cannot be reached is named with the cause
+//! ([`tasklatch_pg::ConnectError`]). Output goes through [`out::line`]: `… | head -1` ends it
+//! quietly.
 
+use super::out;
 use anyhow::Context;
 use clap::{ArgGroup, Args, Subcommand, ValueEnum};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 use tasklatch_core::ids::{OwnerId, ServerId, TaskId, ThreadId};
 use tasklatch_core::policy::Policy;
 use tasklatch_core::status::DeadLetterReason;
@@ -218,7 +222,7 @@ pub fn run_tasks(args: TasksArgs) -> anyhow::Result<ExitCode> {
                 let what = poll_now::PollNow {
                     server: server.map(ServerId::from),
                     backed_off_only,
-                    spacing: std::time::Duration::from_millis(spacing_ms),
+                    spacing: Duration::from_millis(spacing_ms),
                 };
                 (poll_now::poll_now(&store, &what).await?.0, true)
             }
@@ -231,7 +235,7 @@ pub fn run_tasks(args: TasksArgs) -> anyhow::Result<ExitCode> {
                 (ops::cancel(&store, &scope(who), &target).await?, true)
             }
         };
-        println!("{}", text.trim_end());
+        out::line(text.trim_end())?;
         Ok(if found {
             ExitCode::SUCCESS
         } else {
@@ -245,7 +249,7 @@ pub fn run_dead_letters(args: DeadLettersArgs) -> anyhow::Result<ExitCode> {
     with_store(&args.database, |store| async move {
         let done = match args.command {
             DeadLettersCommand::List { limit } => {
-                println!("{}", ops::dead_letters(&store, limit).await?.trim_end());
+                out::line(ops::dead_letters(&store, limit).await?.trim_end())?;
                 true
             }
             DeadLettersCommand::Requeue {
@@ -253,7 +257,7 @@ pub fn run_dead_letters(args: DeadLettersArgs) -> anyhow::Result<ExitCode> {
             } => {
                 let id = TaskId::from(id);
                 let (text, done) = ops::requeue(&store, &id, kind.map(Into::into)).await?;
-                println!("{}", text.trim_end());
+                out::line(text.trim_end())?;
                 done
             }
             DeadLettersCommand::Requeue {
@@ -290,21 +294,21 @@ async fn requeue_all(
         .iter()
         .filter(|d| d.kind == DeadLetterKind::Cancel)
         .count();
-    println!(
+    out::line(format_args!(
         "{} dead letters match ({} notifications, {cancels} cancels; {scanned} tasks read)",
         found.len(),
         found.len() - cancels
-    );
+    ))?;
     if found.is_empty() {
-        println!("nothing to requeue");
+        out::line("nothing to requeue")?;
         return Ok(false);
     }
     if !yes && !confirmed(found.len())? {
-        println!("nothing requeued");
+        out::line("nothing requeued")?;
         return Ok(false);
     }
     let (tally, result) = ops::requeue_each(store, &found).await;
-    println!("{}", tally.summary().trim_end());
+    out::line(tally.summary().trim_end())?;
     result?;
     Ok(tally.requeued() > 0)
 }
@@ -339,10 +343,8 @@ where
     runtime.block_on(async {
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(2)
-            .acquire_timeout(std::time::Duration::from_secs(10))
-            .connect_with(options)
-            .await
-            .context("cannot connect to the database")?;
+            .acquire_timeout(Duration::from_secs(10));
+        let pool = tasklatch_pg::open(pool, options).await?;
         tasklatch_worker::run::check_schema(&pool).await?;
         let code = f(PgStore::new(pool.clone(), policy)).await;
         pool.close().await;

@@ -493,6 +493,61 @@ async fn malformed_or_oversized_input_is_4xx_with_a_json_message() {
     assert_eq!(res.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
 }
 
+/// A submit whose `name` or `tool` holds a control character (Unicode Cc) or a bidirectional
+/// formatting control (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069) is refused with 422
+/// and a message naming the rule; their neighbours (a zero-width joiner in an emoji, an Arabic
+/// semicolon, a narrow no-break space) are accepted; the published schema gives both fields the
+/// same pattern.
+#[tokio::test]
+async fn names_and_tools_with_control_or_bidi_characters_are_refused() {
+    let app = app();
+    let refused = [
+        '\u{0}', '\u{9}', '\u{1b}', '\u{7f}', '\u{85}', '\u{9f}', '\u{61c}', '\u{200e}',
+        '\u{200f}', '\u{202a}', '\u{202c}', '\u{202e}', '\u{2066}', '\u{2068}', '\u{2069}',
+    ];
+    for c in refused {
+        for field in ["name", "tool"] {
+            let mut body =
+                json!({"server": "fix", "tool": "job", "arguments": {}, "name": "report"});
+            body[field] = json!(format!("re{c}port"));
+            let uri = "/v1/threads/t1/tasks";
+            let a = call(
+                &app,
+                Method::POST,
+                uri,
+                Some("tok-alice"),
+                Some(&body.to_string()),
+            )
+            .await;
+            assert_eq!(
+                a.status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{field} {c:?}: {}",
+                a.text
+            );
+            let rule = format!(
+                "{field} must be 1 to 200 characters without control or bidirectional formatting \
+                 characters"
+            );
+            assert_eq!(a.json["error"], json!(rule), "{field} {c:?}");
+        }
+    }
+    for fine in [
+        "\u{1f469}\u{200d}\u{1f4bb} report",
+        "a\u{61b}b",
+        "a\u{202f}b",
+        "\u{1d538}",
+    ] {
+        submit_tool(&app, "tok-alice", "t1", fine, fine).await;
+    }
+    let doc = call(&app, Method::GET, "/openapi.json", None, None).await;
+    let fields = &doc.json["components"]["schemas"]["SubmitBody"]["properties"];
+    assert_eq!(
+        fields["name"]["pattern"], fields["tool"]["pattern"],
+        "{fields}"
+    );
+}
+
 #[tokio::test]
 async fn listings_are_bounded_and_newest_first() {
     let app = app();

@@ -19,19 +19,24 @@ pub struct SubmitBody {
     /// worker lists its servers).
     #[schema(min_length = 1, max_length = 200)]
     pub server: String,
-    /// The tool to call on that server.
+    /// The tool to call on that server (no control or bidirectional formatting characters).
     #[schema(
         min_length = 1,
         max_length = 200,
-        pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+$"
     )]
     pub tool: String,
     /// The tool's arguments (a JSON object; default `{}`).
     #[serde(default)]
     #[schema(value_type = Object)]
     pub arguments: serde_json::Map<String, serde_json::Value>,
-    /// A name for the task (1 to 200 characters), shown in listings and usable to cancel it.
-    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\u0000]+$")]
+    /// A name for the task (1 to 200 characters, no control or bidirectional formatting
+    /// characters), shown in listings and usable to cancel it.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+$"
+    )]
     pub name: String,
 }
 

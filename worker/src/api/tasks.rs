@@ -8,7 +8,7 @@ use super::shapes::{
 };
 use super::threads::check_submit_thread;
 use super::{AppState, TaskService};
-use crate::config::valid_id;
+use crate::config::{is_hidden_control, valid_id};
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -180,16 +180,13 @@ fn command<T>(st: &AppState<T>, scope: Scope, body: SubmitBody) -> Result<Submit
             "unknown server: not one of the configured MCP servers",
         ));
     }
-    if !valid_id(&body.tool) {
-        return Err(ApiError::invalid(format!(
-            "tool must be 1 to {MAX_ID} characters without control characters"
-        )));
-    }
-    let name_len = body.name.chars().count();
-    if name_len == 0 || name_len > MAX_NAME || body.name.contains('\0') {
-        return Err(ApiError::invalid(format!(
-            "name must be 1 to {MAX_NAME} characters without NUL"
-        )));
+    for (field, text, max) in [("tool", &body.tool, MAX_ID), ("name", &body.name, MAX_NAME)] {
+        if !shown_text(text, max) {
+            return Err(ApiError::invalid(format!(
+                "{field} must be 1 to {max} characters without control or bidirectional \
+                 formatting characters"
+            )));
+        }
     }
     Ok(SubmitCommand {
         scope,
@@ -198,6 +195,13 @@ fn command<T>(st: &AppState<T>, scope: Scope, body: SubmitBody) -> Result<Submit
         tool: body.tool,
         arguments: serde_json::Value::Object(body.arguments).to_string(),
     })
+}
+
+/// A submit's tool or task name as accepted: 1 to `max` characters, none of them
+/// [`is_hidden_control`] (the pattern the submit body publishes for both).
+fn shown_text(text: &str, max: usize) -> bool {
+    let len = text.chars().count();
+    (1..=max).contains(&len) && !text.chars().any(is_hidden_control)
 }
 
 /// List the caller's tasks in a thread, newest first.

@@ -18,4 +18,4 @@ pub use file::{
     RetentionSection, TokenEntry,
 };
 pub use load::{load, parse, ConfigError, DATABASE_URL_ENV, ENV_PREFIX};
-pub use settings::{shortest_lease, valid_id, Auth, DatabaseSettings, Settings};
+pub use settings::{is_hidden_control, shortest_lease, valid_id, Auth, DatabaseSettings, Settings};

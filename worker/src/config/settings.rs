@@ -444,6 +444,19 @@ pub fn valid_id(id: &str) -> bool {
     !id.is_empty() && id.chars().count() <= MAX_ID && !id.chars().any(char::is_control)
 }
 
+/// Whether `c` is refused in a submit's task name and tool (text shown in listings, logs and
+/// the operator's terminal): a control character (Unicode general category Cc:
+/// U+0000–U+001F, U+007F–U+009F) or a bidirectional formatting control (U+061C, U+200E, U+200F,
+/// U+202A–U+202E, U+2066–U+2069), which can reorder or hide what is displayed around it. The
+/// submit body's published `pattern` (`api::shapes::SubmitBody`) refuses the same characters.
+pub fn is_hidden_control(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
 fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
     place: &str,
     value: T,
