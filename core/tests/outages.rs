@@ -1,6 +1,7 @@
 //! DOMAIN §3 and §6: peer outages are waited out, never counted. Ten minutes without the Agent
 //! Server, or without the MCP server during a cancel, end with every notification delivered
-//! once and the cancel sent when the server returns — no dead letter, no failure spent.
+//! once and the cancel sent when the server returns — no dead letter, no failure spent; an
+//! answer recorded during an MCP outage is held and sent once when the server is back.
 
 mod support;
 
@@ -9,8 +10,10 @@ use tasklatch_core::ids::TaskId;
 use tasklatch_core::policy::{CANCEL_BUDGET, FAILURE_BUDGET};
 use tasklatch_core::ports::RunStatus;
 use tasklatch_core::remote::ErrorClass;
-use tasklatch_core::status::{CancelStatus, NotifyStatus, RemoteStatus};
-use tasklatch_core::store::{CancelOutcome, CancelTarget, Store};
+use tasklatch_core::secret::Secret;
+use tasklatch_core::snapshot::RemoteReport;
+use tasklatch_core::status::{AnswerStatus, CancelStatus, NotifyStatus, RemoteStatus};
+use tasklatch_core::store::{AnswerOutcome, AnswerRequest, CancelOutcome, CancelTarget, Store};
 
 /// Simulated seconds per engine pass in these tests.
 const STEP: u64 = 10;
@@ -157,4 +160,59 @@ async fn a_server_healthy_again_has_its_backed_off_tasks_polled_within_a_minute(
             "{remote}"
         );
     }
+}
+
+/// DOMAIN §6: an answer is sent at most once, so a call the server cannot confirm spends it.
+/// While the polls find the server down, a recorded answer is held (still pending, no call);
+/// once a poll answers again it is sent, once, and the task goes on to its end.
+#[tokio::test]
+async fn an_answer_recorded_during_an_mcp_outage_is_sent_once_when_the_server_is_back() {
+    let w = World::with_thread().await;
+    w.launcher.finish_every_new_run(Some(RunStatus::Success));
+    let e = w.engine("w1");
+    let asking = RemoteReport {
+        input_request: Some("[q1] which colour?".into()),
+        ..report("rt-1", "input_required")
+    };
+    let id = w.submit(&e, "ask", "rt-1", Some(asking.clone())).await;
+    let down = || Err(unavailable(ErrorClass::Connection, "connection refused"));
+    w.driver.set_status("rt-1", [down()]);
+    let refused = unavailable(ErrorClass::Connection, "connection refused");
+    w.driver.set_answer_outcomes("rt-1", [Err(refused)]);
+    // An input_required task is polled once a minute at most: this one has seen the outage.
+    run_for(&w, &e, 120).await;
+    assert!(w.driver.status_calls("rt-1") > 0, "polled into the outage");
+    let request = AnswerRequest {
+        task_id: id.clone(),
+        request_id: "q1".into(),
+        text: Secret::new("teal please"),
+    };
+    let recorded = e.answer(&scope(), request).await;
+    assert_eq!(recorded, Ok(AnswerOutcome::Recorded(id.clone())));
+    run_for(&w, &e, OUTAGE).await;
+    let answers = |w: &World| {
+        let calls = w.driver.calls();
+        calls
+            .iter()
+            .filter(|c| matches!(c, DriverCall::Answer(..)))
+            .count()
+    };
+    assert_eq!(answers(&w), 0, "no answer sent into the outage");
+    assert_eq!(w.row(&id).await.answer.status, AnswerStatus::Pending);
+    w.driver.set_answer_outcomes("rt-1", []);
+    w.driver
+        .set_status("rt-1", [Ok(asking), Ok(completed("rt-1", "teal"))]);
+    // The probe (every 30 s) finds the server back; the held answer goes out the pass after,
+    // not a whole input_required interval (60 s) later.
+    run_for(&w, &e, 50).await;
+    let row = w.row(&id).await;
+    assert_eq!(answers(&w), 1, "sent once");
+    assert_eq!(row.answer.status, AnswerStatus::Sent);
+    assert_eq!(row.remote.status, RemoteStatus::Completed);
+    assert_eq!(row.outbox.status, NotifyStatus::Delivered);
+    // The question, tracking degraded by the outage, the question again, the end: each once.
+    let runs = w.launcher.runs_for(&id).await;
+    assert_eq!(runs.len() as u64, row.outbox.notified_version, "{runs:?}");
+    let last = runs.last().map(|r| r.prompt.as_str()).unwrap_or_default();
+    assert!(last.contains("\"status\":\"completed\""), "{last}");
 }

@@ -24,8 +24,16 @@ pub struct WorkerArgs {
 
 #[derive(Subcommand)]
 enum WorkerCommand {
-    /// Print sha256(token) for [[auth.tokens]]: reads one token from standard input, or makes a
-    /// new random one with --new (printed first, then its hash).
+    /// Print sha256(token), the form [auth] tokens holds: reads one token from standard input,
+    /// or makes a new random one with --new (printed first, then its hash).
+    #[command(after_help = "Examples:\n  \
+        tasklatch worker hash-token --new                      # a new token (tl_…), then its sha256\n  \
+        printf '%s\\n' \"$TOKEN\" | tasklatch worker hash-token   # the sha256 of $TOKEN\n\n\
+        In the configuration file, with the owner the token acts as:\n  \
+        [auth]\n  \
+        tokens = [{ owner = \"alice\", sha256 = \"<the sha256 printed>\" }]\n\
+        or, to keep it out of the file, sha256 = \"env:TASKLATCH_TOKEN_ALICE_SHA256\" with the\n\
+        sha256 in that environment variable.")]
     HashToken {
         /// Make a new random token instead of reading one.
         #[arg(long)]

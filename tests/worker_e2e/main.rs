@@ -25,11 +25,15 @@
 //!   or an API token.
 //!
 //! A second step (`outage.rs`) cuts the database off for a minute while submits and cancels
-//! are in flight: every acknowledged submit is still tracked and its end delivered once.
+//! are in flight: every acknowledged submit is still tracked and its end delivered once. A
+//! third (`peer_outage.rs`) takes the Agent Server and then the MCP server away for three
+//! minutes each while deliveries, cancels and answers are in flight: nothing is dead-lettered,
+//! nothing counts a failure, everything is delivered once.
 //!
 //! A peer that cannot be installed or started fails the test with the reason (never a skip).
 
 mod outage;
+mod peer_outage;
 mod process;
 mod relay;
 
@@ -76,6 +80,8 @@ enum Kind {
     Forever,
     /// `ask_user`: asks a question (input_required), then is cancelled.
     Ask,
+    /// `ask_user`: asks a question (input_required), is answered, completes.
+    Answered,
 }
 
 struct Case {
@@ -93,6 +99,7 @@ impl Case {
             Kind::Slow(_) => &["completed"],
             Kind::Forever => &["cancelled"],
             Kind::Ask => &["input_required", "cancelled"],
+            Kind::Answered => &["input_required", "completed"],
         }
     }
 
@@ -261,7 +268,7 @@ fn arguments(i: usize, kind: Kind) -> (&'static str, Value) {
     match kind {
         Kind::Slow(secs) => ("slow_job", json!({"steps": secs, "delay": 1.0})),
         Kind::Forever => ("forever", json!({"delay": 0.2})),
-        Kind::Ask => (
+        Kind::Ask | Kind::Answered => (
             "ask_user",
             json!({"question": format!("Which colour for job {i}?")}),
         ),

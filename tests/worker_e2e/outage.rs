@@ -15,7 +15,7 @@
 //! - a "not started" submit left nothing: no task in its thread, no run.
 
 use super::process::Worker;
-use super::relay::Relay;
+use super::relay::{through_relay, Relay};
 use super::{
     check_thread, config, wait_runs, wait_working, with_password, Case, Kind, Peers, OWNERS,
     RUST_LOG,
@@ -54,19 +54,6 @@ fn answer_of(status: u16, body: &Value) -> Answer {
         503 if error.contains("submitting it again is safe") => Answer::NotStarted,
         _ => panic!("unexpected submit answer {status}: {body}"),
     }
-}
-
-/// `url` with its `host:port` swapped for the local relay port; and the `host:port` it had.
-fn through_relay(url: &str, port: u16) -> (String, String) {
-    let (scheme, rest) = url.split_once("://").unwrap_or_else(|| panic!("{url}"));
-    let (creds, hostpart) = rest.rsplit_once('@').map_or(("", rest), |(c, h)| (c, h));
-    let end = hostpart.find(['/', '?']).unwrap_or(hostpart.len());
-    let (host, tail) = hostpart.split_at(end);
-    let at = if creds.is_empty() { "" } else { "@" };
-    (
-        format!("{scheme}://{creds}{at}127.0.0.1:{port}{tail}"),
-        host.to_owned(),
-    )
 }
 
 async fn post_submit(w: &Worker, owner: usize, thread: &str, name: &str, kind: Kind) -> Answer {
@@ -133,7 +120,7 @@ async fn submit_together(w: &Worker, threads: &[(usize, String, String)]) -> Vec
     futures::future::join_all(calls).await
 }
 
-async fn cancel(w: &Worker, c: &Case) {
+pub(super) async fn cancel(w: &Worker, c: &Case) {
     let path = format!("/v1/threads/{}/tasks/{}/cancel", c.thread, c.task);
     let (status, answer) = w.call(Method::POST, &path, Some(c.token()), None).await;
     assert_eq!(

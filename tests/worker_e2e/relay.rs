@@ -129,3 +129,16 @@ async fn pump(
     }
     let _ = to.shutdown().await;
 }
+
+/// `url` with its `host:port` swapped for the local relay port; and the `host:port` it had.
+pub fn through_relay(url: &str, port: u16) -> (String, String) {
+    let (scheme, rest) = url.split_once("://").unwrap_or_else(|| panic!("{url}"));
+    let (creds, hostpart) = rest.rsplit_once('@').map_or(("", rest), |(c, h)| (c, h));
+    let end = hostpart.find(['/', '?']).unwrap_or(hostpart.len());
+    let (host, tail) = hostpart.split_at(end);
+    let at = if creds.is_empty() { "" } else { "@" };
+    (
+        format!("{scheme}://{creds}{at}127.0.0.1:{port}{tail}"),
+        host.to_owned(),
+    )
+}

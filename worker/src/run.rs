@@ -46,7 +46,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tasklatch_agent_server::{AgentServerLauncher, CheckError};
-use tasklatch_core::engine::Engine;
+use tasklatch_core::engine::{Engine, OutageMemory};
 use tasklatch_core::policy::Policy;
 use tasklatch_mcp::McpDriver;
 use tasklatch_pg::PgStore;
@@ -59,9 +59,14 @@ pub type WorkerEngine = Engine<Metered<PgStore>, PeerDriver<McpDriver>, PeerLaun
 /// Why the worker did not start. Messages hold no secret.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// The database could not be reached.
+    /// The database answered with an error (while checking the schema or the clock).
     #[error("database: {0}")]
     Database(String),
+    /// No connection to the database could be opened (refused, unknown host, credentials
+    /// refused, or none within `database.connect_timeout_ms`): names the server (`host:port`)
+    /// and the cause, never the URL or the password.
+    #[error("{0}")]
+    Unreachable(tasklatch_pg::ConnectError),
     /// The schema is not one this worker runs on.
     #[error("{0}")]
     Schema(String),
@@ -82,15 +87,17 @@ pub enum StartError {
 
 /// Connects a pool of `settings.database.pool_size` connections, each started in the configured
 /// schema with the configured statement and lock timeouts (`settings.database.options` carry
-/// them).
+/// them). A refused connection is retried until `database.connect_timeout_ms`; a pool that
+/// cannot be opened is [`StartError::Unreachable`], with the server and the cause
+/// (`tasklatch_pg::open`).
 pub async fn connect(settings: &Settings) -> Result<PgPool, StartError> {
     let db = &settings.database;
-    PgPoolOptions::new()
+    let pool = PgPoolOptions::new()
         .max_connections(db.pool_size)
-        .acquire_timeout(db.connect_timeout)
-        .connect_with(db.options.clone())
+        .acquire_timeout(db.connect_timeout);
+    tasklatch_pg::open(pool, db.options.clone())
         .await
-        .map_err(|e| StartError::Database(e.to_string()))
+        .map_err(StartError::Unreachable)
 }
 
 /// Refuses a schema this worker cannot run on.
@@ -322,18 +329,23 @@ fn engines(
     driver: &McpDriver,
     peers: &Arc<PeerHealth>,
 ) -> Result<Vec<Arc<WorkerEngine>>, StartError> {
+    // One view of the MCP servers' outages for all lanes (core::engine::OutageMemory).
+    let outages = OutageMemory::default();
     (0..settings.lanes)
         .map(|i| {
             let launcher = PeerLauncher::new(launcher(settings)?, peers.clone());
             let store = PgStore::new(pool.clone(), settings.policy.clone());
-            Ok(Arc::new(Engine::new(
-                Metered::new(store, metrics.clone()),
-                PeerDriver::new(driver.clone(), peers.clone()),
-                launcher,
-                SystemClock,
-                worker_id(i),
-                settings.policy.clone(),
-            )))
+            Ok(Arc::new(
+                Engine::new(
+                    Metered::new(store, metrics.clone()),
+                    PeerDriver::new(driver.clone(), peers.clone()),
+                    launcher,
+                    SystemClock,
+                    worker_id(i),
+                    settings.policy.clone(),
+                )
+                .sharing_outages(outages.clone()),
+            ))
         })
         .collect()
 }

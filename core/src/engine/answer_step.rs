@@ -10,16 +10,35 @@ use crate::snapshot;
 use crate::store::{AnswerWrite, Claimed, Store};
 use crate::transitions::answer::{self, AnswerAction};
 
+/// What the answer step of a claim did.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(super) enum AnswerStep {
+    /// No answer to send, or it was sent (whatever the outcome).
+    NoneOrSent,
+    /// An answer waits: the server looked unavailable, so it was put back to pending. A poll
+    /// the server answers then makes the task due at once, so the answer goes out next pass.
+    Held,
+}
+
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
-    /// Sends the claim's answer attempt, if it has one, and records the outcome.
-    pub(super) async fn answer_step(&self, c: &Claimed) {
+    /// Sends the claim's answer attempt, if it has one, and records the outcome. While the
+    /// engine's polls find the task's server unavailable, the answer is not sent but put back
+    /// to pending: a call that cannot be confirmed would spend the question's only attempt
+    /// (DOMAIN §6, an answer is sent at most once), and the claim's poll probes the server.
+    /// Returns whether the answer was held so.
+    pub(super) async fn answer_step(&self, c: &Claimed) -> AnswerStep {
         if !answer::to_send(&c.row, c.lease.token) {
-            return;
+            return AnswerStep::NoneOrSent;
+        }
+        if self.server_down(&c.row.identity.server) {
+            tracing::debug!(task = %c.row.id(), "answer held: the server is unavailable");
+            self.finish_answer(c, AnswerAction::NotSent).await;
+            return AnswerStep::Held;
         }
         let (Some(request_id), Some(text)) = (&c.row.answer.request_id, &c.row.answer.text) else {
             self.finish_answer(c, AnswerAction::Failed("no answer to send".into()))
                 .await;
-            return;
+            return AnswerStep::NoneOrSent;
         };
         let handle = &c.row.identity.handle;
         let sent = self
@@ -42,6 +61,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         };
         tracing::debug!(task = %c.row.id(), token = ?c.lease.token, sent = sent.is_ok(), "answer sent");
         self.finish_answer(c, action).await;
+        AnswerStep::NoneOrSent
     }
 
     /// A claim that makes no call puts its answer attempt back to pending.

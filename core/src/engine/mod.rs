@@ -28,7 +28,7 @@ mod submit;
 pub use api::ApiError;
 pub use clock_check::{measure, skew_ms, ClockCheck};
 pub use owed::{SubmitsSettled, CANCEL_ATTEMPTS};
-pub use recovery::RECOVERY_SPACING;
+pub use recovery::{OutageMemory, RECOVERY_SPACING};
 pub use submit::{SubmitCommand, SubmitError, WRITE_ATTEMPTS};
 
 use crate::ids::WorkerId;
@@ -96,7 +96,7 @@ pub struct Engine<S, D, L, C> {
     policy: Policy,
     shutting_down: AtomicBool,
     owed: Mutex<Vec<PendingSubmit>>,
-    servers: Mutex<recovery::Servers>,
+    servers: recovery::OutageMemory,
 }
 
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
@@ -118,7 +118,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             policy,
             shutting_down: AtomicBool::new(false),
             owed: Mutex::new(Vec::new()),
-            servers: Mutex::new(recovery::Servers::default()),
+            servers: recovery::OutageMemory::default(),
         }
     }
 

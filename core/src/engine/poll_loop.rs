@@ -6,16 +6,18 @@
 //! the task's tracking is reported degraded. Only if the store rejects that too is the lease
 //! released, at the release backoff.
 
+use super::answer_step::AnswerStep;
 use super::intent::IntentStep;
 use super::{Engine, LocalDeadline, LoopReport};
 use crate::lease::LeaseKind;
 use crate::policy::DEGRADED_AFTER;
 use crate::ports::{Clock, Driver, DriverError, Launcher};
 use crate::remote::{ErrorClass, PollError};
-use crate::snapshot::{self, ProtocolError};
+use crate::snapshot::{self, ProtocolError, RemoteReport};
 use crate::store::{Claimed, HandOff, PollWrite, Release, Store, StoreError};
 use crate::task::TaskRow;
-use crate::transitions::poll;
+use crate::time::Timestamp;
+use crate::transitions::poll::{self, PollUpdate};
 use crate::transitions::submit::awaits_handle;
 use futures::future::join_all;
 use std::sync::Mutex;
@@ -124,7 +126,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             self.answer_not_sent(c).await;
             return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
-        self.answer_step(c).await;
+        let answer_step = self.answer_step(c).await;
         // The answer took a call of its own: the poll is a second one, and needs the margin too.
         if !self.may_call_out(&c.lease, deadline) {
             return PollStep::Release(self.release_of(c.row.id(), &c.lease, None));
@@ -137,7 +139,36 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             Err(DriverError::Unavailable { .. } | DriverError::Malformed(_))
         );
         self.poll_saw(&c.row.identity.server, !unanswered, at);
-        let update = match answer {
+        let mut update = self.update_of(c, answer, at);
+        if answer_step == AnswerStep::Held && !unanswered {
+            // The server answers again: the held answer goes out with the next pass.
+            update.next_poll_at = update.next_poll_at.map(|t| t.min(at));
+        }
+        tracing::debug!(task = %c.row.id(), token = ?c.lease.token, status = %update.remote.status, errors = update.consecutive_errors, "polled");
+        if let Some(error) = update
+            .last_error
+            .as_ref()
+            .filter(|_| update.consecutive_errors == DEGRADED_AFTER)
+        {
+            tracing::warn!(task = %c.row.id(), errors = update.consecutive_errors, class = error.class.as_str(), error = %error.message, "polls keep failing: tracking degraded");
+        }
+        PollStep::Write(Box::new(PollWrite {
+            task_id: c.row.id().clone(),
+            lease: c.lease.clone(),
+            completed_at: at,
+            update,
+        }))
+    }
+
+    /// The poll write's update for what the server answered (`answer`, at `at`).
+    fn update_of(
+        &self,
+        c: &Claimed,
+        answer: Result<RemoteReport, DriverError>,
+        at: Timestamp,
+    ) -> PollUpdate {
+        let handle = &c.row.identity.handle;
+        match answer {
             Ok(report) => {
                 let checked = snapshot::validate(&report, handle);
                 if let Err(broken) = &checked {
@@ -171,21 +202,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 };
                 poll::on_failure(&c.row, error, at, &self.policy)
             }
-        };
-        tracing::debug!(task = %c.row.id(), token = ?c.lease.token, status = %update.remote.status, errors = update.consecutive_errors, "polled");
-        if let Some(error) = update
-            .last_error
-            .as_ref()
-            .filter(|_| update.consecutive_errors == DEGRADED_AFTER)
-        {
-            tracing::warn!(task = %c.row.id(), errors = update.consecutive_errors, class = error.class.as_str(), error = %error.message, "polls keep failing: tracking degraded");
         }
-        PollStep::Write(Box::new(PollWrite {
-            task_id: c.row.id().clone(),
-            lease: c.lease.clone(),
-            completed_at: at,
-            update,
-        }))
     }
 }
 

@@ -6,6 +6,8 @@
 //! stampeded — at most once per probe interval, so that a task failing on its own while the
 //! rest of its server answers is polled at that interval, not at every pass.
 //!
+//! The lanes of one worker share the memory ([`OutageMemory`], [`Engine::sharing_outages`]):
+//! what one lane's polls saw holds for all, and one lane brings a server's tasks forward.
 //! The memory is advisory: a worker that restarts forgets it, and its tasks then wait out
 //! their backoff (capped by `max_poll_backoff`) until a poll fails or answers again. Several
 //! workers each probe (one poll per server per interval each) and each bring the same tasks
@@ -18,6 +20,7 @@ use crate::ports::{Clock, Driver, Launcher};
 use crate::store::{PollSooner, Store};
 use crate::time::Timestamp;
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The gap between two polls brought forward after a server answers again (10 per second).
@@ -37,15 +40,34 @@ pub(super) enum ServerHealth {
 /// Per server, what the polls saw (only servers that were unavailable are listed), and when
 /// each server's backed-off tasks were last brought forward.
 #[derive(Default)]
-pub(super) struct Servers {
+struct Servers {
     health: BTreeMap<ServerId, ServerHealth>,
     recovered_at: BTreeMap<ServerId, Timestamp>,
 }
 
+/// What an engine's polls saw of the MCP servers; clones share it, so that the lanes of one
+/// worker hold one view (a lane never sends an answer into an outage another lane saw, nor
+/// waits for its own poll to learn that a server is back).
+#[derive(Clone, Default)]
+pub struct OutageMemory(Arc<Mutex<Servers>>);
+
+impl OutageMemory {
+    fn lock(&self) -> MutexGuard<'_, Servers> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
+    /// The same engine, keeping what its polls see of the servers in `memory` (shared with
+    /// the other engines given the same memory) instead of a memory of its own.
+    pub fn sharing_outages(mut self, memory: OutageMemory) -> Self {
+        self.servers = memory;
+        self
+    }
+
     /// Records what a poll of `server` found: `answered` (any answer of the server) or not.
     pub(super) fn poll_saw(&self, server: &ServerId, answered: bool, now: Timestamp) {
-        let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut servers = self.servers.lock();
         match (servers.health.get(server).copied(), answered) {
             (Some(ServerHealth::Down { .. }), true) => {
                 servers.health.insert(server.clone(), ServerHealth::Back);
@@ -58,13 +80,19 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         }
     }
 
+    /// Whether the last poll of `server` found it unavailable (and none has answered since).
+    pub(super) fn server_down(&self, server: &ServerId) -> bool {
+        let servers = self.servers.lock();
+        matches!(servers.health.get(server), Some(ServerHealth::Down { .. }))
+    }
+
     /// After a poll pass: brings forward the backed-off tasks of the servers that answered
     /// again, and probes the servers still down whose probe is due.
     pub(super) async fn recover_servers(&self) {
         let now = self.clock.now();
         let every = self.policy.outage_probe_interval;
         let (back, probes) = {
-            let mut guard = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = self.servers.lock();
             let servers = &mut *guard;
             // A server is brought forward at most once per probe interval: one task failing
             // on its own while the rest answer must not be polled every pass.
@@ -129,7 +157,12 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 .from
                 .plus(RECOVERY_SPACING.saturating_mul(MAX_BATCH as u32));
         }
-        tracing::info!(server = %server, tasks = moved, spacing_ms = RECOVERY_SPACING.as_millis() as u64, "the MCP server answers again: its backed-off tasks are polled now, spread");
+        let spacing_ms = RECOVERY_SPACING.as_millis() as u64;
+        if moved > 0 {
+            tracing::info!(server = %server, tasks = moved, spacing_ms, "the MCP server answers again: its backed-off tasks are polled now, spread");
+        } else {
+            tracing::debug!(server = %server, "the MCP server answers again: no task was backed off");
+        }
     }
 
     fn sooner(&self, server: ServerId, now: Timestamp, limit: usize) -> PollSooner {

@@ -357,6 +357,17 @@ impl ScriptedDriver {
             .extend(outcomes);
     }
 
+    /// Replaces the scripted outcomes of the next answers to `remote_id` (then `Ok`).
+    pub fn set_answer_outcomes(
+        &self,
+        remote_id: &str,
+        outcomes: impl IntoIterator<Item = Result<(), DriverError>>,
+    ) {
+        lock(&self.state)
+            .answers
+            .insert(remote_id.to_owned(), outcomes.into_iter().collect());
+    }
+
     pub fn set_status(&self, remote_id: &str, answers: impl IntoIterator<Item = Answer>) {
         lock(&self.state)
             .status
