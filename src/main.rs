@@ -7,7 +7,7 @@ mod cli;
 
 /// Durable task notifications: never lost, never duplicated, never noisy.
 #[derive(Parser)]
-#[command(name = "tasklatch", version, about, long_about = None)]
+#[command(name = "tasklatch", version = tasklatch_worker::build_info::VERSION_LINE, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -383,3 +383,21 @@ fn a_shrink_writes_the_plan_and_the_fixture_and_prints_the_replay_command() {
         "{saved}"
     );
 }
+
+/// `--version` names the commit the binary was built from (`worker/build.rs`): the checkout's
+/// `HEAD` when the build ran in one, as here.
+#[test]
+fn version_names_the_commit() {
+    let out = tasklatch(&["--version"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git runs");
+    assert!(head.status.success(), "the tests run in a git checkout");
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
+    let want = format!("tasklatch {} (commit {head})", env!("CARGO_PKG_VERSION"));
+    assert_eq!(text.trim(), want);
+}

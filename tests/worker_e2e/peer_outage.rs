@@ -259,6 +259,27 @@ async fn ready_until(w: &Worker, t0: Instant, at: Duration) {
     }
 }
 
+/// The start-up line names the version, the commit, the schema, the MCP servers and the Agent
+/// Server (issue 23 item 6).
+fn check_started_line(log: &str) {
+    let line = log
+        .lines()
+        .find(|l| l.contains("\"message\":\"worker started\""))
+        .unwrap_or_else(|| panic!("no start-up line:\n{log}"));
+    let version = format!("\"version\":\"{}\"", env!("CARGO_PKG_VERSION"));
+    for field in [
+        version.as_str(),
+        "\"commit\":\"",
+        "\"schema\":\"",
+        "\"migrations\":",
+        "\"mcp_servers\":\"fix\"",
+        "\"agent_server\":\"http://127.0.0.1:",
+        "\"assistant\":\"echo\"",
+    ] {
+        assert!(line.contains(field), "{field} missing: {line}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_peers_away_three_minutes_each_lose_and_count_nothing() {
     let _alone = super::ONE_AT_A_TIME.lock().await;
@@ -281,6 +302,7 @@ async fn both_peers_away_three_minutes_each_lose_and_count_nothing() {
     let text = config(port, 2, &mcp_url, &agent_url);
     let mut worker = Worker::new("worker-peers", &dir, &text, port, &env);
     worker.start().await;
+    check_started_line(&worker.log());
 
     let mut long = Vec::new();
     let mut asks = Vec::new();

@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod build_info;
 pub mod clock;
 pub mod clock_guard;
 pub mod config;

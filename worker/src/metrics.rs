@@ -28,12 +28,13 @@
 //! | `tasklatch_peer_up{kind,peer}` | gauge: 1 when the last contact with the peer succeeded, 0 when it failed; no series before the first contact ([`crate::peers`]) |
 //! | `tasklatch_peer_last_success_timestamp_seconds{kind,peer}` | gauge: Unix time of the last successful contact |
 //! | `tasklatch_ready` | gauge: 1 when the last readiness check (a `/readyz` call, or a scrape of `/metrics`) found the worker ready, else 0 |
-//! | `tasklatch_build_info{version,commit}` | gauge, always 1: the crate version and the commit (`TASKLATCH_COMMIT` at build time, `unknown` without it) |
+//! | `tasklatch_build_info{version,commit}` | gauge, always 1: the crate version and the commit ([`crate::build_info`]) |
 //!
 //! No metric carries a task id, an owner, a thread or any text from a remote server: labels
 //! are fixed words or configured ids (the MCP server ids of `[servers.<id>]`, `kind` is
 //! `agent_server` or `mcp`), so the series count is bounded.
 
+use crate::build_info::COMMIT;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -107,13 +108,6 @@ pub struct BuildLabel {
     version: &'static str,
     commit: &'static str,
 }
-
-/// The commit this binary was built from: `TASKLATCH_COMMIT` in the build's environment
-/// (`TASKLATCH_COMMIT=$(git rev-parse --short HEAD) cargo build --release`), else `unknown`.
-pub const COMMIT: &str = match option_env!("TASKLATCH_COMMIT") {
-    Some(c) => c,
-    None => "unknown",
-};
 
 /// Why a dead letter was written.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -228,7 +222,7 @@ impl Metrics {
         m.zero_series();
         m.build_info
             .get_or_create(&BuildLabel {
-                version: env!("CARGO_PKG_VERSION"),
+                version: crate::build_info::VERSION,
                 commit: COMMIT,
             })
             .set(1);

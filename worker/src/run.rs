@@ -100,6 +100,29 @@ pub async fn connect(settings: &Settings) -> Result<PgPool, StartError> {
         .map_err(StartError::Unreachable)
 }
 
+/// The start-up line: what runs (version, commit), on what (database host and port, schema
+/// and migrations), against whom (the MCP servers' ids, the Agent Server's URL and assistant)
+/// and how (lanes, listen address, wake-ups). Never a credential: the database password,
+/// header values and tokens stay out; the URLs in the configuration hold none (checked).
+fn log_started(settings: &Settings, lanes: usize) {
+    let db = &settings.database;
+    let servers: Vec<&str> = settings.mcp.servers.keys().map(String::as_str).collect();
+    tracing::info!(
+        version = crate::build_info::VERSION,
+        commit = crate::build_info::COMMIT,
+        database = %format!("{}:{}", db.options.get_host(), db.options.get_port()),
+        schema = %db.session.schema,
+        migrations = tasklatch_pg::MIGRATOR.iter().count(),
+        mcp_servers = %servers.join(","),
+        agent_server = %settings.agent_server.base_url,
+        assistant = %settings.agent_server.assistant_id,
+        lanes,
+        listen = %settings.listen,
+        wakeups = settings.wakeups,
+        "worker started"
+    );
+}
+
 /// Refuses a schema this worker cannot run on.
 pub async fn check_schema(pool: &PgPool) -> Result<(), StartError> {
     let state = schema::check(pool)
@@ -193,7 +216,7 @@ async fn start(settings: &Settings) -> Result<Running, StartError> {
         router(state, settings.max_body_bytes, settings.max_in_flight),
         api_stop_rx,
     ));
-    tracing::info!(lanes = engines.len(), listen = %settings.listen, wakeups = settings.wakeups, "worker started");
+    log_started(settings, engines.len());
     Ok(Running {
         engines,
         lanes,
