@@ -386,6 +386,7 @@ async fn operator_views_are_scoped_and_show_no_remote_id() {
     );
     let (_, out, _) = run(scoped("alice", &["cancel", "--id", "tsk_cli_1"])).await;
     assert_eq!(out.trim(), "tsk_cli_1: a cancel was already requested");
+    internal_views(&url).await;
 
     let (ok, out, err) = cli(
         &["dead-letters", "list"],
@@ -428,6 +429,49 @@ async fn operator_views_are_scoped_and_show_no_remote_id() {
     let (ok, out, _) = cli(&["dead-letters", "requeue", "--id", "tsk_nope"], &env).await;
     assert!(!ok && out.contains("no such task"), "{out}");
     db.cleanup().await;
+}
+
+/// `tasks show --internal --owner OWNER --thread t1 --id ID`; asserts no remote id shows.
+async fn show_internal(url: &str, owner: &str, id: &str) -> (bool, String, String) {
+    let args = [
+        "tasks",
+        "show",
+        "--internal",
+        "--owner",
+        owner,
+        "--thread",
+        "t1",
+        "--id",
+        id,
+        "--database-url",
+        url,
+    ];
+    let (ok, out, err) = cli(&args, &[]).await;
+    assert!(!out.contains(REMOTE_ID), "a remote id: {out}");
+    (ok, out, err)
+}
+
+/// `tasks show --internal`: the operational state, scoped like `show`, without a remote id.
+async fn internal_views(url: &str) {
+    let show = |owner: &'static str, id: &'static str| show_internal(url, owner, id);
+    let json = |out: &str| -> serde_json::Value {
+        serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let (ok, out, err) = show("alice", "tsk_cli_0").await;
+    assert!(ok, "{err}");
+    let view = json(&out);
+    assert_eq!(view["server"], "fix");
+    assert_eq!(view["remote"]["status"], "completed");
+    assert_eq!(view["notification"]["status"], "dead_letter");
+    assert_eq!(view["notification"]["dead_letter"]["reason"], "thread_gone");
+    assert!(view["poll"].get("next_poll_at").is_some(), "{view}");
+    let (ok, out, err) = show("alice", "tsk_cli_1").await;
+    assert!(ok, "{err}");
+    let view = json(&out);
+    assert_eq!(view["cancel"]["status"], "requested", "{view}");
+    assert!(view["cancel"]["requested_at"].is_string(), "{view}");
+    let (ok, out, _) = show("bob", "tsk_cli_0").await;
+    assert!(!ok && out.contains("not found"), "{out}");
 }
 
 /// The cancel row of alice's task `id`.

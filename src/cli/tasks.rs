@@ -67,13 +67,17 @@ enum TasksCommand {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
-    /// One task's detail (the API's whitelisted view).
+    /// One task's detail (the API's whitelisted view), or with --internal its operational state.
     Show {
         #[command(flatten)]
         who: Who,
         /// The task id.
         #[arg(long)]
         id: String,
+        /// The operational state instead: server, next poll, errors, attempts, outages, dead
+        /// letters, cancel work, answer, lease holders (never a remote id or a secret).
+        #[arg(long)]
+        internal: bool,
     },
     /// Request a cancel, by id or by name.
     Cancel {
@@ -207,8 +211,14 @@ pub fn run_tasks(args: TasksArgs) -> anyhow::Result<ExitCode> {
             TasksCommand::List { who, limit } => {
                 (ops::list(&store, &scope(who), limit).await?, true)
             }
-            TasksCommand::Show { who, id } => {
-                match ops::show(&store, &scope(who), &TaskId::from(id)).await? {
+            TasksCommand::Show { who, id, internal } => {
+                let (scope, id) = (scope(who), TaskId::from(id));
+                let shown = if internal {
+                    ops::show_internal(&store, &scope, &id).await?
+                } else {
+                    ops::show(&store, &scope, &id).await?
+                };
+                match shown {
                     Some(text) => (text, true),
                     None => ("not found in this owner's thread".to_owned(), false),
                 }

@@ -35,6 +35,7 @@ pub mod clock;
 pub mod clock_guard;
 pub mod config;
 pub mod ids;
+pub mod internal_view;
 pub mod lane;
 pub mod logging;
 pub mod metered;

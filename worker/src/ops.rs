@@ -6,6 +6,7 @@
 
 use crate::api::shapes::{rfc3339, TaskDetailBody};
 use crate::clock::SystemClock;
+use crate::internal_view::InternalView;
 use std::fmt::Write;
 use tasklatch_core::ids::{ServerId, TaskId};
 use tasklatch_core::policy::bounded;
@@ -70,6 +71,16 @@ pub async fn show(
     Ok(Some(
         serde_json::to_string_pretty(&body).unwrap_or_else(|_| "{}".into()),
     ))
+}
+
+/// One task's operational state as pretty JSON ([`InternalView`]), or `None` outside the scope.
+pub async fn show_internal(
+    store: &impl Store,
+    scope: &Scope,
+    id: &tasklatch_core::ids::TaskId,
+) -> Result<Option<String>, StoreError> {
+    let row = store.get_task(scope, id).await?;
+    Ok(row.map(|row| InternalView::of(&row).to_json()))
 }
 
 /// Records a cancel request and says what it did.
