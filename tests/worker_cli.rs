@@ -387,6 +387,7 @@ async fn operator_views_are_scoped_and_show_no_remote_id() {
     let (_, out, _) = run(scoped("alice", &["cancel", "--id", "tsk_cli_1"])).await;
     assert_eq!(out.trim(), "tsk_cli_1: a cancel was already requested");
     internal_views(&url).await;
+    searches(&url).await;
 
     let (ok, out, err) = cli(
         &["dead-letters", "list"],
@@ -472,6 +473,49 @@ async fn internal_views(url: &str) {
     assert!(view["cancel"]["requested_at"].is_string(), "{view}");
     let (ok, out, _) = show("bob", "tsk_cli_0").await;
     assert!(!ok && out.contains("not found"), "{out}");
+}
+
+/// `tasks search`: across owners, each filter narrowing, the limit said, no remote id.
+async fn searches(url: &str) {
+    let search = |filters: &'static [&'static str]| async move {
+        let mut args = vec!["tasks", "search", "--database-url", url];
+        args.extend_from_slice(filters);
+        let (ok, out, err) = cli(&args, &[]).await;
+        assert!(ok, "{filters:?}: {err}");
+        assert!(!out.contains(REMOTE_ID), "a remote id: {out}");
+        let ids: Vec<String> = out
+            .lines()
+            .filter(|l| l.starts_with("tsk_"))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .collect();
+        (ids, out)
+    };
+    let (all, out) = search(&[]).await;
+    assert_eq!(
+        all,
+        ["tsk_cli_0", "tsk_cli_1", "tsk_cli_2", "tsk_cli_3"],
+        "{out}"
+    );
+    assert!(out.contains("4 tasks shown (4 tasks read)"), "{out}");
+    assert_eq!(search(&["--owner", "bob"]).await.0, ["tsk_cli_3"]);
+    assert_eq!(search(&["--status", "completed"]).await.0, ["tsk_cli_0"]);
+    let dead = search(&["--notification", "dead_letter"]).await.0;
+    assert_eq!(dead, ["tsk_cli_0"]);
+    let (none, out) = search(&["--server", "elsewhere"]).await;
+    assert!(none.is_empty() && out.contains("0 tasks shown"), "{out}");
+    assert_eq!(search(&["--older-than", "1d"]).await.0.len(), 4);
+    let (two, out) = search(&["--limit", "2"]).await;
+    assert_eq!(two.len(), 2);
+    assert!(out.contains("limit reached"), "{out}");
+    let (ok, _, err) = cli(
+        &["tasks", "search", "--status", "done", "--database-url", url],
+        &[],
+    )
+    .await;
+    assert!(
+        !ok && err.contains("expected one of submitted, working"),
+        "{err}"
+    );
 }
 
 /// The cancel row of alice's task `id`.

@@ -15,12 +15,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 use tasklatch_core::ids::{OwnerId, ServerId, TaskId, ThreadId};
 use tasklatch_core::policy::Policy;
-use tasklatch_core::status::DeadLetterReason;
+use tasklatch_core::ports::Clock;
+use tasklatch_core::status::{DeadLetterReason, NotifyStatus, RemoteStatus};
 use tasklatch_core::store::{CancelTarget, Scope};
 use tasklatch_pg::PgStore;
+use tasklatch_worker::clock::SystemClock;
 use tasklatch_worker::config::DATABASE_URL_ENV;
 use tasklatch_worker::ops::{self, DeadLetterFilter, DeadLetterKind};
-use tasklatch_worker::poll_now;
+use tasklatch_worker::{poll_now, task_search};
 
 /// Where the store is.
 #[derive(Args)]
@@ -89,6 +91,32 @@ enum TasksCommand {
         /// The name of one of the owner's active tasks in the thread.
         #[arg(long)]
         name: Option<String>,
+    },
+    /// Tasks across owners and threads, for operators: every task matching all of --status,
+    /// --notification, --server, --owner and --older-than, in task id order. Reads the table in
+    /// pages until --limit matches are found (a narrow filter on a large table reads more) and
+    /// says how many rows it read.
+    Search {
+        /// Only tasks whose remote status is this (submitted, working, input_required,
+        /// completed, failed, cancelled).
+        #[arg(long, value_parser = parse_remote_status)]
+        status: Option<RemoteStatus>,
+        /// Only tasks whose notification is in this state (idle, pending, claimed, dispatched,
+        /// retry, delivered, dead_letter).
+        #[arg(long, value_parser = parse_notify_status)]
+        notification: Option<NotifyStatus>,
+        /// Only tasks on this MCP server (its id in the worker's configuration).
+        #[arg(long)]
+        server: Option<String>,
+        /// Only this owner's tasks.
+        #[arg(long)]
+        owner: Option<String>,
+        /// Only tasks created at least this long ago: a whole number and s, m, h or d (30m).
+        #[arg(long, value_parser = task_search::parse_age)]
+        older_than: Option<Duration>,
+        /// At most this many (1 to 1000).
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        limit: u16,
     },
     /// Polls tasks now instead of waiting out their backoff (after an MCP server's outage, say):
     /// every pollable task of one server (or of all), or with --backed-off-only only those whose
@@ -197,6 +225,30 @@ fn parse_reason(s: &str) -> Result<DeadLetterReason, String> {
     })
 }
 
+/// A remote status spelled as stored; an unknown one is refused with the valid spellings.
+fn parse_remote_status(s: &str) -> Result<RemoteStatus, String> {
+    let known = || {
+        RemoteStatus::ALL
+            .iter()
+            .map(|v| v.as_str())
+            .collect::<Vec<_>>()
+    };
+    s.parse()
+        .map_err(|_| format!("expected one of {}", known().join(", ")))
+}
+
+/// A notification state spelled as stored; an unknown one is refused with the valid spellings.
+fn parse_notify_status(s: &str) -> Result<NotifyStatus, String> {
+    let known = || {
+        NotifyStatus::ALL
+            .iter()
+            .map(|v| v.as_str())
+            .collect::<Vec<_>>()
+    };
+    s.parse()
+        .map_err(|_| format!("expected one of {}", known().join(", ")))
+}
+
 fn scope(who: Who) -> Scope {
     Scope {
         owner: OwnerId::from(who.owner),
@@ -222,6 +274,25 @@ pub fn run_tasks(args: TasksArgs) -> anyhow::Result<ExitCode> {
                     Some(text) => (text, true),
                     None => ("not found in this owner's thread".to_owned(), false),
                 }
+            }
+            TasksCommand::Search {
+                status,
+                notification,
+                server,
+                owner,
+                older_than,
+                limit,
+            } => {
+                let filter = task_search::TaskFilter {
+                    status,
+                    notification,
+                    server: server.map(ServerId::from),
+                    owner: owner.map(OwnerId::from),
+                    older_than,
+                };
+                let now = SystemClock.now();
+                let found = task_search::search(&store, &filter, usize::from(limit), now);
+                (found.await?, true)
             }
             TasksCommand::PollNow {
                 server,

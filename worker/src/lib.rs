@@ -47,6 +47,7 @@ pub mod retention;
 pub mod run;
 pub mod schema;
 pub mod shutdown;
+pub mod task_search;
 pub mod token;
 pub mod wakeup;
 

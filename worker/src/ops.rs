@@ -157,7 +157,7 @@ pub fn dead_letters_of(row: &TaskRow) -> Vec<(DeadLetterKind, Option<DeadLetterR
 
 /// Reads the whole table in pages of [`PAGE`], unscoped; `visit` sees each row in id order
 /// and returns `false` to stop. The number of rows read.
-async fn scan(
+pub(crate) async fn scan(
     store: &impl Store,
     mut visit: impl FnMut(&TaskRow) -> bool,
 ) -> Result<usize, StoreError> {
