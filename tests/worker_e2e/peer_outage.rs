@@ -16,7 +16,7 @@
 //! question still asked, the question again once tracking recovers (DOMAIN §4); no state is
 //! told twice without a degraded one between; no row counts a failure or holds a dead letter; both answers were sent (`sent`, not `unconfirmed`);
 //! `/readyz` answered 200 throughout and its `peers` said which peer was away; the metrics
-//! counted the unavailable answers of launches and cancels.
+//! counted the unavailable answers of launches and cancels and the failed polls, by server.
 
 use super::outage::cancel;
 use super::process::Worker;
@@ -373,10 +373,13 @@ async fn both_peers_away_three_minutes_each_lose_and_count_nothing() {
         assert_eq!(d["answer"]["status"], json!("sent"), "{}: {d}", c.name);
     }
     let metrics = worker.http_text("/metrics").await;
-    for step in ["launch", "cancel"] {
-        let name = format!("tasklatch_unavailable_answers_total{{step=\"{step}\"}}");
+    for (step, server) in [("launch", "agent_server"), ("cancel", "fix")] {
+        let name =
+            format!("tasklatch_unavailable_answers_total{{step=\"{step}\",server=\"{server}\"}}");
         assert!(metric(&metrics, &name) > 0.0, "{name} counted nothing");
     }
+    let polls = "tasklatch_poll_failures_total{server=\"fix\"}";
+    assert!(metric(&metrics, polls) > 0.0, "{polls} counted nothing");
     let (took, status) = worker.term().await;
     assert!(status.success(), "exit {status} after {took:?}");
     db.cleanup().await;

@@ -110,8 +110,7 @@ impl<S> Metered<S> {
     fn poll_written(&self, w: &PollWrite, outcome: &WriteOutcome) {
         self.outcome(LeaseKind::Poll, &w.task_id, outcome);
         if let (Some(e), true) = (&w.update.last_error, w.update.consecutive_errors > 0) {
-            self.metrics.poll_failed();
-            // Logged at debug: the engine warns once per episode, when tracking degrades.
+            // Counted by server in `peers::PeerDriver`. Logged at debug: the engine warns once per episode, when tracking degrades.
             tracing::debug!(task = %w.task_id, class = e.class.as_str(), errors = w.update.consecutive_errors, error = ?shown(&e.message), "poll failed");
         }
     }
@@ -192,12 +191,12 @@ impl<S> Metered<S> {
             CancelAction::Acknowledged(_) => {
                 tracing::debug!(task = %w.task_id, applied = outcome.is_ok(), "remote cancel acknowledged: polling resumes");
             }
+            // Refusals and unanswered cancels are counted by server in `peers::PeerDriver`.
             CancelAction::Failed(e) => {
-                self.metrics.cancel_failed();
                 tracing::debug!(task = %w.task_id, error = ?shown(e), "remote cancel failure written");
             }
             // Waited out, never a failure: the engine logs the episode's first unanswered call.
-            CancelAction::Unavailable(_) => self.metrics.unanswered(Unanswered::Cancel),
+            CancelAction::Unavailable(_) => {}
             CancelAction::BudgetExhausted if outcome.is_ok() => {
                 self.metrics.dead_letter(DeadLetter::CancelBudget);
                 tracing::debug!(task = %w.task_id, "cancel budget spent: cancel dead letter written");

@@ -13,9 +13,9 @@
 //! | `tasklatch_busy_answers_total` | 409 busy-thread answers (not failures) |
 //! | `tasklatch_dead_letters_total{reason}` | snapshots given up: `thread_gone`, `budget`, `unavailable`; cancels: `cancel_budget` (a cancel ended by an outage shows in `tasklatch dead-letters list`) |
 //! | `tasklatch_delivery_failures_total{step}` | counted delivery failures: `launch`, `run` |
-//! | `tasklatch_unavailable_answers_total{step}` | calls a peer left unanswered (unreachable, timed out, 408/429/5xx), waited out and never counted as failures: `launch`, `lookup` (Agent Server), `cancel` (MCP server) |
-//! | `tasklatch_poll_failures_total` | polls that failed (the remote server did not answer usefully) |
-//! | `tasklatch_cancel_failures_total` | remote cancels that failed |
+//! | `tasklatch_unavailable_answers_total{step,server}` | calls a peer left unanswered (unreachable, timed out, 408/429/5xx), waited out and never counted as failures: `launch`, `lookup` (`server="agent_server"`), `cancel` (`server` the MCP server's id) |
+//! | `tasklatch_poll_failures_total{server}` | polls that failed, by MCP server id (unanswered, malformed or refused) |
+//! | `tasklatch_cancel_failures_total{server}` | remote cancels the MCP server refused (counted failures), by server id |
 //! | `tasklatch_tasks_submitted_total` | tasks accepted through the API |
 //! | `tasklatch_pass_duration_seconds{loop}` | histogram of one loop's pass, claim to last write |
 //! | `tasklatch_notification_latency_seconds` | histogram: notification due → run started (see [`crate::metered`]) |
@@ -94,6 +94,22 @@ pub struct StepLabel {
     step: &'static str,
 }
 
+/// An MCP server, by its configured id.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServerLabel {
+    server: String,
+}
+
+/// A step and the peer it called: `agent_server`, or an MCP server's configured id.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StepServerLabel {
+    step: &'static str,
+    server: String,
+}
+
+/// The `server` label of the Agent Server's series.
+const AGENT_SERVER: &str = "agent_server";
+
 /// A peer: `kind` is `agent_server` or `mcp`, `peer` is `agent_server` or the configured MCP
 /// server id.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -129,8 +145,6 @@ pub enum Unanswered {
     Launch,
     /// A lookup of a run.
     Lookup,
-    /// A remote cancel.
-    Cancel,
 }
 
 /// A counted delivery failure.
@@ -161,9 +175,9 @@ pub struct Metrics {
     busy_answers: Counter,
     dead_letters: Family<ReasonLabel, Counter>,
     delivery_failures: Family<StepLabel, Counter>,
-    unavailable_answers: Family<StepLabel, Counter>,
-    poll_failures: Counter,
-    cancel_failures: Counter,
+    unavailable_answers: Family<StepServerLabel, Counter>,
+    poll_failures: Family<ServerLabel, Counter>,
+    cancel_failures: Family<ServerLabel, Counter>,
     submitted: Counter,
     pass_seconds: Family<LoopLabel, Histogram, fn() -> Histogram>,
     notification_latency: Histogram,
@@ -202,8 +216,8 @@ impl Metrics {
             dead_letters: Family::default(),
             delivery_failures: Family::default(),
             unavailable_answers: Family::default(),
-            poll_failures: Counter::default(),
-            cancel_failures: Counter::default(),
+            poll_failures: Family::default(),
+            cancel_failures: Family::default(),
             submitted: Counter::default(),
             pass_seconds: Family::new_with_constructor(latency_histogram),
             notification_latency: latency_histogram(),
@@ -266,8 +280,11 @@ impl Metrics {
         for step in ["launch", "run"] {
             let _ = self.delivery_failures.get_or_create(&StepLabel { step });
         }
-        for step in ["launch", "lookup", "cancel"] {
-            let _ = self.unavailable_answers.get_or_create(&StepLabel { step });
+        for step in ["launch", "lookup"] {
+            let server = AGENT_SERVER.to_owned();
+            let _ = self
+                .unavailable_answers
+                .get_or_create(&StepServerLabel { step, server });
         }
         for what in ["tasks", "runs"] {
             let _ = self.pruned.get_or_create(&PrunedLabel { what });
@@ -523,26 +540,56 @@ impl Metrics {
             .inc();
     }
 
-    /// A peer left a call unanswered (waited out, not counted).
+    /// The Agent Server left a call unanswered (waited out, not counted).
     pub fn unanswered(&self, step: Unanswered) {
         let step = match step {
             Unanswered::Launch => "launch",
             Unanswered::Lookup => "lookup",
-            Unanswered::Cancel => "cancel",
         };
+        let server = AGENT_SERVER.to_owned();
         self.unavailable_answers
-            .get_or_create(&StepLabel { step })
+            .get_or_create(&StepServerLabel { step, server })
             .inc();
     }
 
-    /// A remote poll failed.
-    pub fn poll_failed(&self) {
-        self.poll_failures.inc();
+    /// Creates the zero series of the MCP server `server` (a configured id), so that a rate
+    /// over them is defined before the first failure.
+    pub fn mcp_server(&self, server: &str) {
+        let label = ServerLabel {
+            server: server.to_owned(),
+        };
+        let _ = self.poll_failures.get_or_create(&label);
+        let _ = self.cancel_failures.get_or_create(&label);
+        let step = StepServerLabel {
+            step: "cancel",
+            server: server.to_owned(),
+        };
+        let _ = self.unavailable_answers.get_or_create(&step);
     }
 
-    /// A remote cancel failed.
-    pub fn cancel_failed(&self) {
-        self.cancel_failures.inc();
+    /// A remote poll of `server` failed.
+    pub fn poll_failed(&self, server: &str) {
+        let server = server.to_owned();
+        self.poll_failures
+            .get_or_create(&ServerLabel { server })
+            .inc();
+    }
+
+    /// `server` refused a remote cancel (a counted failure).
+    pub fn cancel_failed(&self, server: &str) {
+        let server = server.to_owned();
+        self.cancel_failures
+            .get_or_create(&ServerLabel { server })
+            .inc();
+    }
+
+    /// `server` left a remote cancel unanswered (waited out, not counted).
+    pub fn cancel_unanswered(&self, server: &str) {
+        let label = StepServerLabel {
+            step: "cancel",
+            server: server.to_owned(),
+        };
+        self.unavailable_answers.get_or_create(&label).inc();
     }
 
     /// A task was accepted through the API.
@@ -663,6 +710,7 @@ mod tests {
     fn a_fresh_worker_exposes_every_fixed_series_at_zero_and_its_build() {
         let m = Metrics::new();
         m.readiness(true);
+        m.mcp_server("fix");
         let text = m.render();
         for line in [
             "tasklatch_dead_letters_total{reason=\"budget\"} 0",
@@ -670,8 +718,10 @@ mod tests {
             "tasklatch_writes_refused_total{loop=\"cancel\",refusal=\"lease_not_held\"} 0",
             "tasklatch_releases_total{loop=\"notify\",counted=\"true\"} 0",
             "tasklatch_delivery_failures_total{step=\"run\"} 0",
-            "tasklatch_unavailable_answers_total{step=\"lookup\"} 0",
-            "tasklatch_unavailable_answers_total{step=\"cancel\"} 0",
+            "tasklatch_unavailable_answers_total{step=\"lookup\",server=\"agent_server\"} 0",
+            "tasklatch_unavailable_answers_total{step=\"cancel\",server=\"fix\"} 0",
+            "tasklatch_poll_failures_total{server=\"fix\"} 0",
+            "tasklatch_cancel_failures_total{server=\"fix\"} 0",
             "tasklatch_dead_letters_total{reason=\"unavailable\"} 0",
             "tasklatch_pruned_total{what=\"runs\"} 0",
             "tasklatch_store_errors_total{op=\"store_time\"} 0",

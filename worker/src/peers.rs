@@ -112,6 +112,10 @@ impl PeerHealth {
         mcp_ids: impl IntoIterator<Item = &'a str>,
         metrics: Option<Arc<Metrics>>,
     ) -> Self {
+        let mcp_ids: Vec<&str> = mcp_ids.into_iter().collect();
+        if let Some(m) = &metrics {
+            mcp_ids.iter().for_each(|id| m.mcp_server(id));
+        }
         PeerHealth {
             agent_server: Mutex::default(),
             mcp: mcp_ids
@@ -120,6 +124,23 @@ impl PeerHealth {
                 .collect(),
             assistant: Mutex::default(),
             metrics,
+        }
+    }
+
+    /// Counts a failed call to the MCP server `server` in the metrics, by server; an id that
+    /// is not configured is ignored (the series stay bounded).
+    pub fn mcp_failed(&self, server: &ServerId, failure: McpFailure) {
+        let Some(m) = self
+            .metrics
+            .as_ref()
+            .filter(|_| self.mcp.contains_key(server.as_str()))
+        else {
+            return;
+        };
+        match failure {
+            McpFailure::Poll => m.poll_failed(server.as_str()),
+            McpFailure::CancelRefused => m.cancel_failed(server.as_str()),
+            McpFailure::CancelUnanswered => m.cancel_unanswered(server.as_str()),
         }
     }
 
@@ -246,7 +267,19 @@ pub struct PeersReport {
     pub mcp_servers: BTreeMap<String, PeerReport>,
 }
 
-/// The engines' MCP driver, recording in [`PeerHealth`] every call's contact with its server.
+/// A failed MCP call, as the metrics count it.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum McpFailure {
+    /// A poll the server left unanswered, answered malformed, or refused.
+    Poll,
+    /// A remote cancel the server refused: a counted failure of the cancel work.
+    CancelRefused,
+    /// A remote cancel the server left unanswered: waited out, not counted.
+    CancelUnanswered,
+}
+
+/// The engines' MCP driver, recording in [`PeerHealth`] every call's contact with its server,
+/// and counting failed polls and cancels by server.
 #[derive(Clone)]
 pub struct PeerDriver<D> {
     inner: D,
@@ -284,6 +317,14 @@ impl<D: Driver> Driver for PeerDriver<D> {
     ) -> Result<RemoteReport, DriverError> {
         let r = self.inner.get_status(server, handle).await;
         self.note(server, &r);
+        if matches!(
+            r,
+            Err(DriverError::Unavailable { .. }
+                | DriverError::Malformed(_)
+                | DriverError::Rejected(_))
+        ) {
+            self.peers.mcp_failed(server, McpFailure::Poll);
+        }
         r
     }
 
@@ -294,6 +335,15 @@ impl<D: Driver> Driver for PeerDriver<D> {
     ) -> Result<RemoteReport, DriverError> {
         let r = self.inner.cancel(server, handle).await;
         self.note(server, &r);
+        match &r {
+            Err(DriverError::Rejected(_)) => {
+                self.peers.mcp_failed(server, McpFailure::CancelRefused)
+            }
+            Err(DriverError::Unavailable { .. }) => {
+                self.peers.mcp_failed(server, McpFailure::CancelUnanswered)
+            }
+            _ => {}
+        }
         r
     }
 
