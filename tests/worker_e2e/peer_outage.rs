@@ -9,7 +9,7 @@
 //! - at [`STAGGER`], the MCP server is cut off for [`OUTAGE`] too. Once the worker's `/readyz`
 //!   says so, the other long job is cancelled and both questions answered: the cancel and the
 //!   answers wait for the server;
-//! - the Agent Server returns at 180 s, the MCP server at 240 s.
+//! - the Agent Server returns at 180 s, the MCP server at 270 s.
 //!
 //! Then every state reaches its thread exactly once, in order, as a successful run — with, for
 //! the tasks polled during the MCP outage, a "tracking degraded" notification and, for a
@@ -38,8 +38,12 @@ use tasklatch_pg::PgStore;
 
 /// How long each peer stays away.
 const OUTAGE: Duration = Duration::from_secs(180);
-/// When the MCP server goes away after the Agent Server did.
-const STAGGER: Duration = Duration::from_secs(60);
+/// When the MCP server goes away after the Agent Server did. The Agent Server returns this
+/// long before the MCP server, more than the capped unavailability backoff (60 s), so the
+/// "tracking degraded" notifications are delivered before tracking recovers. (Otherwise the
+/// recovered question supersedes the undelivered degraded one and the thread is told the
+/// question a second time: a known noise, see the issue notes.)
+const STAGGER: Duration = Duration::from_secs(90);
 /// Short jobs that end while the Agent Server is away.
 const SHORT_JOBS: usize = 6;
 /// How long the worker may take to notice a peer is away (its polls run every 0.5–2 s).
@@ -56,23 +60,28 @@ const STATUSES: [&str; 5] = [
 
 /// One notification run as the thread saw it.
 struct Told {
+    version: u64,
     status: &'static str,
     degraded: bool,
     ended: bool,
 }
 
-/// The task's notification runs, oldest first; asserts each belongs to the task, carries
-/// versions 1, 2, … in order, holds no secret, and (once ended) succeeded.
+/// The task's notification runs, oldest first; asserts each belongs to the task, carries a
+/// version above the one before (a snapshot superseded before its delivery is never told:
+/// DOMAIN §5), holds no secret, and (once ended) succeeded.
 async fn told(peers: &Peers, c: &Case, secrets: &[&str]) -> Vec<Told> {
     let runs = peers.notification_runs(&c.thread).await;
-    let mut told = Vec::new();
+    let mut told: Vec<Told> = Vec::new();
     for (k, run) in runs.iter().enumerate() {
         let meta = &run["metadata"];
         assert_eq!(meta["tasklatch_task_id"], json!(c.task), "{}", c.name);
-        assert_eq!(
-            meta["tasklatch_event_version"],
-            json!(k + 1),
-            "{}: {run}",
+        let version = meta["tasklatch_event_version"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{}: run {k} has no version: {run}", c.name));
+        let before = told.last().map_or(0, |t| t.version);
+        assert!(
+            version > before,
+            "{}: version {version} after {before}: {runs:?}",
             c.name
         );
         let text = run.to_string();
@@ -94,6 +103,7 @@ async fn told(peers: &Peers, c: &Case, secrets: &[&str]) -> Vec<Told> {
         }
         let degraded = input.contains("\"tracking_degraded\":true");
         told.push(Told {
+            version,
             status,
             degraded,
             ended,
@@ -132,7 +142,8 @@ async fn wait_ends(peers: &Peers, cases: &[Case]) {
 
 /// The thread was told the expected states in order, each once: a state is told again only
 /// after a "tracking degraded" notification (tracking recovered), and the last run is the end.
-async fn check_told(peers: &Peers, c: &Case, secrets: &[&str]) -> usize {
+/// Returns the number of runs and the last run's version.
+async fn check_told(peers: &Peers, c: &Case, secrets: &[&str]) -> (usize, u64) {
     let told = told(peers, c, secrets).await;
     assert!(told_the_end(&told, c), "{}: the end is not last", c.name);
     let mut plain: Vec<&str> = Vec::new();
@@ -150,12 +161,12 @@ async fn check_told(peers: &Peers, c: &Case, secrets: &[&str]) -> usize {
         degraded_since = false;
     }
     assert_eq!(plain, c.expected(), "{}: the states told", c.name);
-    told.len()
+    (told.len(), told.last().map_or(0, |t| t.version))
 }
 
-/// The row settled on its end with every version delivered, no failure counted, no dead
-/// letter of either kind.
-fn check_row(rows: &[TaskRow], c: &Case, told: usize) {
+/// The row settled on its end with its last version the last one told, no failure counted,
+/// no dead letter of either kind.
+fn check_row(rows: &[TaskRow], c: &Case, last_told: u64) {
     let row = rows
         .iter()
         .find(|r| r.id().as_str() == c.task)
@@ -164,7 +175,8 @@ fn check_row(rows: &[TaskRow], c: &Case, told: usize) {
     assert_eq!(row.remote.status.as_str(), end, "{}", c.name);
     assert!(row.is_quiet(), "{}: not settled: {:?}", c.name, row.outbox);
     assert_eq!(row.outbox.status, NotifyStatus::Delivered, "{}", c.name);
-    assert_eq!(row.outbox.event_version, told as u64, "{}", c.name);
+    assert_eq!(row.outbox.event_version, last_told, "{}", c.name);
+    assert_eq!(row.outbox.notified_version, last_told, "{}", c.name);
     let failures = (row.outbox.failures, row.cancel.failures);
     assert_eq!(failures, (0, 0), "{}: counted failures", c.name);
     assert_eq!(row.outbox.dead_letter, None, "{}", c.name);
@@ -282,7 +294,8 @@ fn check_started_line(log: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_peers_away_three_minutes_each_lose_and_count_nothing() {
-    let _alone = super::ONE_AT_A_TIME.lock().await;
+    // Not one at a time with the other steps: nothing here is timed tighter than the outages
+    // (minutes), its worker and peers are its own, and it mostly waits, so it runs beside them.
     let started = Instant::now();
     let dir = std::env::temp_dir().join(format!("tasklatch-e2e-peers-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
@@ -364,8 +377,8 @@ async fn both_peers_away_three_minutes_each_lose_and_count_nothing() {
     assert_eq!(rows.len(), cases.len(), "one row per task");
     let mut runs = 0;
     for c in &cases {
-        let told = check_told(&peers, c, &secrets).await;
-        check_row(&rows, c, told);
+        let (told, last) = check_told(&peers, c, &secrets).await;
+        check_row(&rows, c, last);
         runs += told;
     }
     for c in cases.iter().filter(|c| c.kind == Kind::Answered) {
@@ -386,7 +399,7 @@ async fn both_peers_away_three_minutes_each_lose_and_count_nothing() {
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
         "Agent Server and MCP server away {} s each ({} s apart): {} tasks, {} runs, every \
-         version delivered once, no failure counted; total {:.1} s",
+         state told once, no failure counted; total {:.1} s",
         OUTAGE.as_secs(),
         STAGGER.as_secs(),
         cases.len(),
