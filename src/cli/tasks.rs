@@ -227,26 +227,19 @@ fn parse_reason(s: &str) -> Result<DeadLetterReason, String> {
 
 /// A remote status spelled as stored; an unknown one is refused with the valid spellings.
 fn parse_remote_status(s: &str) -> Result<RemoteStatus, String> {
-    let known = || {
-        RemoteStatus::ALL
-            .iter()
-            .map(|v| v.as_str())
-            .collect::<Vec<_>>()
-    };
-    s.parse()
-        .map_err(|_| format!("expected one of {}", known().join(", ")))
+    let known = RemoteStatus::ALL.iter().map(|v| v.as_str());
+    s.parse().map_err(|_| expected_one_of(known))
 }
 
 /// A notification state spelled as stored; an unknown one is refused with the valid spellings.
 fn parse_notify_status(s: &str) -> Result<NotifyStatus, String> {
-    let known = || {
-        NotifyStatus::ALL
-            .iter()
-            .map(|v| v.as_str())
-            .collect::<Vec<_>>()
-    };
-    s.parse()
-        .map_err(|_| format!("expected one of {}", known().join(", ")))
+    let known = NotifyStatus::ALL.iter().map(|v| v.as_str());
+    s.parse().map_err(|_| expected_one_of(known))
+}
+
+/// "expected one of a, b, c".
+fn expected_one_of<'a>(known: impl Iterator<Item = &'a str>) -> String {
+    format!("expected one of {}", known.collect::<Vec<_>>().join(", "))
 }
 
 fn scope(who: Who) -> Scope {

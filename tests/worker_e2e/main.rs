@@ -285,24 +285,39 @@ async fn submit(
     let kind = if i < TASKS { kind_of(i) } else { Kind::Slow(2) };
     let name = format!("job-{i:03}");
     let (tool, args) = arguments(i, kind);
-    let body = json!({"server": "fix", "tool": tool, "arguments": args, "name": name});
+    let (case, answer) = submit_case(worker, owner, thread, name, kind, (tool, args)).await;
+    answers.push(answer.to_string());
+    case
+}
+
+/// Submits `call` (tool, arguments) as `name` for `owner` on `thread`; asserts 201 and
+/// returns the case and the API's answer.
+async fn submit_case(
+    worker: &Worker,
+    owner: usize,
+    thread: String,
+    name: String,
+    kind: Kind,
+    call: (&str, Value),
+) -> (Case, Value) {
+    let body = json!({"server": "fix", "tool": call.0, "arguments": call.1, "name": name});
     let path = format!("/v1/threads/{thread}/tasks");
     let (status, answer) = worker
         .call(Method::POST, &path, Some(OWNERS[owner].1), Some(&body))
         .await;
-    assert_eq!(status, 201, "submit {i} to {}: {answer}", worker.name);
-    answers.push(answer.to_string());
+    assert_eq!(status, 201, "submit {name} to {}: {answer}", worker.name);
     let task = answer["task_id"]
         .as_str()
         .unwrap_or_else(|| panic!("{answer}"))
         .to_owned();
-    Case {
+    let case = Case {
         owner,
         thread,
         name,
         kind,
         task,
-    }
+    };
+    (case, answer)
 }
 
 /// Waits until every case's thread has at least `want(case)` ended notification runs; fails at

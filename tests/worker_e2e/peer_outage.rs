@@ -22,8 +22,8 @@ use super::outage::cancel;
 use super::process::Worker;
 use super::relay::{through_relay, Relay};
 use super::{
-    arguments, config, metric, wait_runs, wait_working, Case, Kind, Peers, OWNERS, RUST_LOG,
-    STAGE_LIMIT,
+    arguments, config, metric, submit_case, wait_runs, wait_working, Case, Kind, Peers, OWNERS,
+    RUST_LOG, STAGE_LIMIT,
 };
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -187,24 +187,8 @@ fn check_row(rows: &[TaskRow], c: &Case, last_told: u64) {
 async fn submit(w: &Worker, peers: &Peers, i: usize, owner: usize, kind: Kind) -> Case {
     let thread = peers.new_thread(OWNERS[owner].0).await;
     let name = format!("peer-{i:02}");
-    let (tool, args) = arguments(i, kind);
-    let body = json!({"server": "fix", "tool": tool, "arguments": args, "name": name});
-    let path = format!("/v1/threads/{thread}/tasks");
-    let (status, answer) = w
-        .call(Method::POST, &path, Some(OWNERS[owner].1), Some(&body))
-        .await;
-    assert_eq!(status, 201, "submit {name}: {answer}");
-    let task = answer["task_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{answer}"))
-        .to_owned();
-    Case {
-        owner,
-        thread,
-        name,
-        kind,
-        task,
-    }
+    let (case, _) = submit_case(w, owner, thread, name, kind, arguments(i, kind)).await;
+    case
 }
 
 /// The task's detail as its owner sees it.
