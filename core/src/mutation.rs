@@ -136,11 +136,19 @@ pub enum Mutant {
     /// DOMAIN §6 made outages waited out: an MCP outage of a few minutes abandons the user's
     /// cancel as a dead letter.
     CancelUnavailabilityCounted,
+    /// The rows a poll write handed off to the notification pass are launched even when that
+    /// pass's own clock check refused: leases stamped by a clock that just stepped away from
+    /// the store's are acted on.
+    HandOffIgnoresClockRefusal,
+    /// A notification whose runs spent the failure budget is dead-lettered at once, even when
+    /// a run has succeeded since its last failed one: no last attempt on a launcher that
+    /// works again.
+    LastAttemptSkipped,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 41] = [
+    pub const ALL: [Mutant; 42] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -182,6 +190,7 @@ impl Mutant {
         Mutant::DeadLettersPrunedLikeAnyRow,
         Mutant::UnavailabilityCounted,
         Mutant::CancelUnavailabilityCounted,
+        Mutant::HandOffIgnoresClockRefusal,
         // `BudgetKillsNewerVersion` is planted but out of the table since unanswered launches
         // and lookups stopped counting against the budget (DOMAIN §3): budget dead letters now
         // come from failed runs only, and over seeds 0..200 none meets a newer version any more;
@@ -189,6 +198,10 @@ impl Mutant {
         // `MalformedEndsAtOnce` is planted but not in the table: the simulated servers never
         // answer a poll with an undecodable page yet (the production-code issue brings the real
         // wire), so core's unit tests catch it (transitions::poll).
+        // `LastAttemptSkipped` is planted but not in the table: the simulation's lanes each
+        // keep their own memory of run successes and its checker cannot yet tell which lane
+        // holds a lease, so no rule requires the last attempt; core's scenario test catches it
+        // (`e_under_the_planted_bug_a_spent_budget_is_dead_lettered_without_a_last_attempt`).
         // `LauncherSkipsReconciliation` is planted but not in the table: over seeds 0..1000 in
         // langgraph mode no seed tells it from the shipped launcher (reports/sim-langgraph.md),
         // so it has no fixture yet.
@@ -242,6 +255,8 @@ impl Mutant {
             Mutant::DeadLettersPrunedLikeAnyRow => "dead-letters-pruned-like-any-row",
             Mutant::UnavailabilityCounted => "unavailability-counted",
             Mutant::CancelUnavailabilityCounted => "cancel-unavailability-counted",
+            Mutant::HandOffIgnoresClockRefusal => "hand-off-ignores-clock-refusal",
+            Mutant::LastAttemptSkipped => "last-attempt-skipped",
         }
     }
 

@@ -346,6 +346,96 @@ async fn e_five_failed_runs_dead_letter_one_version_and_a_newer_event_still_deli
     );
 }
 
+/// Five failed runs of task `rt-1`'s question, then another task's run succeeds before the
+/// sixth claim: the spent budget gets one last attempt, which ends `last`. Returns the world
+/// and the first task's id once the passes are over.
+async fn spent_budget_then_a_success(last: RunStatus) -> (World, TaskId) {
+    let w = World::with_thread().await;
+    let e = w.engine("w1");
+    let question = tasklatch_core::snapshot::RemoteReport {
+        input_request: Some("which branch?".into()),
+        ..report("rt-1", "input_required")
+    };
+    let id = w.submit(&e, "build", "rt-1", Some(question.clone())).await;
+    w.driver.on_status("rt-1", [Ok(question)]);
+    w.launcher.finish_every_new_run(Some(RunStatus::Error));
+    for _ in 0..2_000 {
+        if w.row(&id).await.outbox.failures == FAILURE_BUDGET {
+            break;
+        }
+        passes(&w, &e, 1, 1).await;
+    }
+    let spent = w.row(&id).await.outbox;
+    assert_eq!(spent.failures, FAILURE_BUDGET, "the runs spent the budget");
+    assert_ne!(
+        spent.status,
+        NotifyStatus::DeadLetter,
+        "not dead-lettered yet"
+    );
+    w.launcher.finish_every_new_run(Some(RunStatus::Success));
+    let done = completed("rt-2", "done");
+    let other = w.submit(&e, "other", "rt-2", Some(done.clone())).await;
+    w.driver.on_status("rt-2", [Ok(done)]);
+    passes(&w, &e, 1, 1).await;
+    assert_eq!(
+        w.row(&other).await.outbox.status,
+        NotifyStatus::Delivered,
+        "the other task's run succeeded before the spent notification's next claim"
+    );
+    w.launcher.finish_every_new_run(Some(last));
+    passes(&w, &e, 40, 60).await;
+    (w, id)
+}
+
+#[tokio::test]
+async fn e_a_spent_budget_gets_one_last_attempt_once_a_run_succeeded_since() {
+    let (w, id) = spent_budget_then_a_success(RunStatus::Success).await;
+    let starts = w.launcher.starts_for(&id);
+    assert_eq!(
+        starts.len(),
+        FAILURE_BUDGET as usize + 1,
+        "one last attempt"
+    );
+    assert_eq!(
+        starts[FAILURE_BUDGET as usize].0.key,
+        key(&id, 1, FAILURE_BUDGET)
+    );
+    let row = w.row(&id).await;
+    assert_eq!(
+        (
+            row.outbox.status,
+            row.outbox.notified_version,
+            row.outbox.dead_letter
+        ),
+        (NotifyStatus::Delivered, 1, None)
+    );
+}
+
+#[tokio::test]
+async fn e_a_failed_last_attempt_dead_letters_without_another() {
+    let (w, id) = spent_budget_then_a_success(RunStatus::Error).await;
+    assert_eq!(
+        w.launcher.starts_for(&id).len(),
+        FAILURE_BUDGET as usize + 1,
+        "exactly one last attempt"
+    );
+    let row = w.row(&id).await;
+    assert_eq!(row.outbox.status, NotifyStatus::DeadLetter);
+    assert_eq!(row.outbox.dead_letter, Some((1, DeadLetterReason::Budget)));
+}
+
+/// The planted bug skips the last attempt: the spent budget is dead-lettered after five runs
+/// although another task's run succeeded since.
+#[cfg(feature = "mutations")]
+#[tokio::test]
+async fn e_under_the_planted_bug_a_spent_budget_is_dead_lettered_without_a_last_attempt() {
+    use tasklatch_core::mutation::{activate, Mutant};
+    let _on = activate(Some(Mutant::LastAttemptSkipped));
+    let (w, id) = spent_budget_then_a_success(RunStatus::Success).await;
+    assert_eq!(w.launcher.starts_for(&id).len(), FAILURE_BUDGET as usize);
+    assert_eq!(w.row(&id).await.outbox.status, NotifyStatus::DeadLetter);
+}
+
 #[tokio::test]
 async fn f_degrade_recover_degrade_notifies_twice_and_never_sends_an_empty_event() {
     let w = World::with_thread().await;

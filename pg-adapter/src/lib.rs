@@ -12,6 +12,8 @@
 //!   pool whose connections start in that schema with statement and lock timeouts
 //!   ([`SessionSettings`]); [`open`]: a pool whose failure to connect names the server and the
 //!   cause ([`ConnectError`]).
+//! - [`PgStore::backlog`] (module `backlog`): the work waiting for each loop and the current
+//!   dead letters, for the worker's gauges — a Postgres-only read, not part of the core trait.
 //! - `harness` (feature `testkit`): fresh test databases on a local, configured or throwaway
 //!   server, for tests, the simulation and the load tools (`tasklatch-load`).
 //!
@@ -19,6 +21,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod backlog;
 mod coalesce;
 mod error;
 #[cfg(feature = "testkit")]
@@ -33,6 +36,10 @@ mod session;
 mod sql;
 mod store;
 
+pub use backlog::{
+    Backlog, BacklogRequest, LoopBacklog, DEAD_LETTER_SERIES, DEFAULT_BACKLOG_CAP,
+    DEFAULT_BACKLOG_TIMEOUT,
+};
 pub use error::{ledger_error, store_error};
 pub use ledger::{Coalescing, PgLedger};
 pub use migrate::{migrate, migrator, MigrationError, MIGRATOR};
@@ -52,4 +59,10 @@ pub fn claim_candidate_queries() -> [(&'static str, &'static str); 3] {
         ("notify", sql::NOTIFY_CANDIDATES),
         ("cancel", sql::CANCEL_CANDIDATES),
     ]
+}
+
+/// The `EXPLAIN`-able backlog statement (`$1` now, `$2` overdue before, `$3` cap), for tests: its
+/// loop counts must be served by the claims' partial indexes.
+pub fn backlog_query() -> &'static str {
+    sql::BACKLOG
 }

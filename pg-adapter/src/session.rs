@@ -118,7 +118,7 @@ impl SessionSettings {
 }
 
 /// A duration as a Postgres time setting in whole milliseconds, at least 1 (0 means "off").
-fn millis(d: Duration) -> String {
+pub(crate) fn millis(d: Duration) -> String {
     format!("{}ms", d.as_millis().max(1))
 }
 

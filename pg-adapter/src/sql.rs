@@ -107,6 +107,11 @@ pub(crate) const ADMIN_ROWS: &str = include_str!("../sql/store/admin_rows.sql");
 pub(crate) const OVERVIEW: &str = include_str!("../sql/store/overview.sql");
 /// The database's clock (the skew guard).
 pub(crate) const STORE_TIME: &str = include_str!("../sql/store/store_time.sql");
+/// The backlog of the three loops and the current dead letters (`$1` now, `$2` overdue before,
+/// `$3` cap), read through the claims' partial indexes.
+pub(crate) const BACKLOG: &str = include_str!("../sql/store/backlog.sql");
+/// The backlog's transaction: read-only, with its own statement timeout (`$1`).
+pub(crate) const BACKLOG_TIMEOUT: &str = include_str!("../sql/store/backlog_timeout.sql");
 
 /// The run ledger's statements.
 pub(crate) mod ledger {
@@ -257,6 +262,8 @@ mod tests {
             ADMIN_ROWS,
             OVERVIEW,
             STORE_TIME,
+            BACKLOG,
+            BACKLOG_TIMEOUT,
             ledger::START_RUN,
             ledger::START_RUNS,
             ledger::RUN_STATUS,
@@ -285,6 +292,36 @@ mod tests {
                 normalised(candidates)
             );
             assert!(normalised(claim).starts_with(&picked), "{claim}");
+        }
+    }
+
+    #[test]
+    fn the_backlog_counts_exactly_the_claims_candidates() {
+        // Due, overdue and oldest due are read with each claim's own WHERE clause (and so its
+        // partial index): a change to a claim's conditions must change the backlog too.
+        let backlog = normalised(BACKLOG);
+        for (kind, candidates) in [
+            ("poll", POLL_CANDIDATES),
+            ("notify", NOTIFY_CANDIDATES),
+            ("cancel", CANCEL_CANDIDATES),
+        ] {
+            let c = normalised(candidates);
+            let body = c.strip_prefix("SELECT id FROM tasks WHERE ").unwrap();
+            let (conditions, order) = body.split_once(" ORDER BY ").unwrap();
+            let due = order.strip_suffix(", id LIMIT $2").unwrap();
+            for part in [
+                format!("SELECT 1 FROM tasks WHERE {conditions} LIMIT $3 ) AS due) AS {kind}_due,"),
+                format!(
+                    "SELECT 1 FROM tasks WHERE {conditions} AND {due} < $2 LIMIT $3 ) AS overdue) \
+                     AS {kind}_overdue,"
+                ),
+                format!(
+                    "SELECT {due} FROM tasks WHERE {conditions} ORDER BY {due}, id LIMIT 1) AS \
+                     {kind}_oldest_due,"
+                ),
+            ] {
+                assert!(backlog.contains(&part), "{kind}: {part}\nnot in\n{backlog}");
+            }
         }
     }
 

@@ -291,14 +291,14 @@ fn refusal_of(s: &str) -> Result<Refusal, StoreError> {
     })
 }
 
-fn col<'r, T>(row: &'r PgRow, name: &str) -> Result<T, StoreError>
+pub(crate) fn col<'r, T>(row: &'r PgRow, name: &str) -> Result<T, StoreError>
 where
     T: sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
 {
     row.try_get::<T, _>(name).map_err(store_error)
 }
 
-fn u64_col(row: &PgRow, name: &str) -> Result<u64, StoreError> {
+pub(crate) fn u64_col(row: &PgRow, name: &str) -> Result<u64, StoreError> {
     let v: i64 = col(row, name)?;
     u64::try_from(v).map_err(|_| StoreError::Unavailable(format!("negative {name}")))
 }

@@ -126,6 +126,16 @@ pub enum FaultKind {
         #[serde(default, skip_serializing_if = "is_zero")]
         clock_back_ms: u64,
     },
+    /// On the worker's first status call after the fault's start that finds a task no longer
+    /// `working`, its wall clock steps back `back_ms` as the answer arrives and stays back
+    /// 20 s (NTP stepping a clock mid-pass): the poll's write, and the notification it hands
+    /// off, are stamped by the stepped clock.
+    StepAtNews {
+        /// Worker number.
+        worker: u32,
+        /// How far the clock steps back.
+        back_ms: u64,
+    },
     /// The worker's clock is off by `skew_ms`.
     Skew {
         /// Worker number.
@@ -281,6 +291,7 @@ impl Fault {
             FaultKind::Latency { .. } => "latency_spike".into(),
             FaultKind::Skew { .. } => "clock_skew".into(),
             FaultKind::PauseAfterAnswer { .. } => "worker_pause_after_answer".into(),
+            FaultKind::StepAtNews { .. } => "worker_clock_step_at_news".into(),
             FaultKind::GatewayBusy => "launcher_409_window".into(),
             FaultKind::GatewayErrors {
                 after_commit: false,
@@ -314,7 +325,8 @@ impl FaultKind {
             | FaultKind::GracefulStop { worker }
             | FaultKind::Pause { worker, .. }
             | FaultKind::Skew { worker, .. }
-            | FaultKind::PauseAfterAnswer { worker, .. } => Target::Worker(worker),
+            | FaultKind::PauseAfterAnswer { worker, .. }
+            | FaultKind::StepAtNews { worker, .. } => Target::Worker(worker),
             FaultKind::Partition { worker, service } | FaultKind::Hold { worker, service } => {
                 Target::Link { worker, service }
             }
@@ -368,6 +380,10 @@ impl FaultKind {
                 "{}: {pause_ms} ms after an answer, its clock stepped back {clock_back_ms} ms",
                 worker_host(*worker)
             ),
+            FaultKind::StepAtNews { worker, back_ms } => format!(
+                "{}: clock stepped back {back_ms} ms as a poll brings news",
+                worker_host(*worker)
+            ),
             FaultKind::SlowRuns { run_ms } => format!("gateway: runs take {run_ms} ms"),
             FaultKind::SlowRemote { delay_ms } => format!("mcp: {delay_ms} ms delay"),
             FaultKind::DoomedVersion { task, run_ms } => {
@@ -405,7 +421,7 @@ impl FaultKind {
             | FaultKind::Hold { .. }
             | FaultKind::LoseReplies { .. } => Look::band("fn"),
             FaultKind::Latency { .. } => Look::band("fl"),
-            FaultKind::Skew { .. } => Look::band("fk"),
+            FaultKind::Skew { .. } | FaultKind::StepAtNews { .. } => Look::band("fk"),
             FaultKind::RemoteErrors
             | FaultKind::RemoteDown { .. }
             | FaultKind::RemoteRestart
@@ -435,6 +451,12 @@ impl FaultKind {
             }
             FaultKind::Latency { max_ms } if max_ms >= 100 => {
                 Some(FaultKind::Latency { max_ms: max_ms / 2 })
+            }
+            FaultKind::StepAtNews { worker, back_ms } if back_ms >= 16_000 => {
+                Some(FaultKind::StepAtNews {
+                    worker,
+                    back_ms: back_ms / 2,
+                })
             }
             FaultKind::Skew { worker, skew_ms } if skew_ms.abs() >= 200 => Some(FaultKind::Skew {
                 worker,
@@ -467,6 +489,7 @@ impl FaultKind {
             | FaultKind::RemoteRestart
             | FaultKind::Pause { .. }
             | FaultKind::PauseAfterAnswer { .. }
+            | FaultKind::StepAtNews { .. }
             | FaultKind::Partition { .. }
             | FaultKind::Hold { .. }
             | FaultKind::GatewayBusy
@@ -493,6 +516,7 @@ impl FaultKind {
             FaultKind::LoseReplies { one_in: 0, .. } => Err(("one_in", "must be at least 1")),
             FaultKind::Pause { .. }
             | FaultKind::PauseAfterAnswer { .. }
+            | FaultKind::StepAtNews { .. }
             | FaultKind::LoseReplies { .. }
             | FaultKind::Crash { .. }
             | FaultKind::GracefulStop { .. }
@@ -539,6 +563,10 @@ mod tests {
                 worker: 1,
                 pause_ms: 16_000,
                 clock_back_ms: 20_000,
+            },
+            FaultKind::StepAtNews {
+                worker: 1,
+                back_ms: 20_000,
             },
             FaultKind::Partition {
                 worker: 1,

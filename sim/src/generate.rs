@@ -171,6 +171,9 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     faults.extend(store_outages(&mut failing_over, &tasks));
     let mut ignoring = ChaCha8Rng::seed_from_u64(seed ^ STUBBORN_STREAM);
     faults.extend(stubborn_runs(&mut ignoring));
+    // A worker clock stepped back as a poll brings news, from a stream of its own.
+    let mut stepping = ChaCha8Rng::seed_from_u64(seed ^ STEP_AT_NEWS_STREAM);
+    faults.extend(step_at_news(&mut stepping, workers));
     faults.sort_by_key(|f| f.at_ms);
     // Outages of the Agent Server and of the MCP server lasting minutes, up to a later heal,
     // from a stream of their own.
@@ -194,6 +197,28 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         gateway: knobs.gateway,
         retention,
     }
+}
+
+/// Mixed into the seed for the clock steps as polls bring news ("stepnews" in ASCII).
+const STEP_AT_NEWS_STREAM: u64 = 0x7374_6570_6e65_7773;
+
+/// On one seed in two, one worker's wall clock steps back 8 to 30 seconds just as one of its
+/// polls finds a task no longer `working`, in the first half of the chaos: the poll write that
+/// opens the notification, and hands it off to the same worker's notification pass, is
+/// stamped by the stepped clock — the moment the pass's own clock check must refuse it.
+fn step_at_news(rng: &mut ChaCha8Rng, workers: u32) -> Option<Fault> {
+    if !rng.random_bool(0.5) {
+        return None;
+    }
+    let at_ms = rng.random_range(0..LAST_MS / 2);
+    Some(Fault {
+        at_ms,
+        for_ms: CHAOS_MS - at_ms,
+        kind: FaultKind::StepAtNews {
+            worker: rng.random_range(0..workers),
+            back_ms: rng.random_range(8_000..MAX_BIG_SKEW.as_millis() as u64),
+        },
+    })
 }
 
 /// Mixed into the seed for whether retention runs ("retentio" in ASCII).

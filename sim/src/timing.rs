@@ -100,8 +100,9 @@ const SERIALISED_RUNS_SLACK: Duration = Duration::from_secs(60);
 /// How long after the faults stop the world must have settled, derived from `policy`: a lease
 /// abandoned at the heal expires and its row waits out the release backoff; the next poll is at
 /// most the longest scheduled delay away (the backoff cap or the `input_required` floor); every
-/// notification attempt of the failure budget may meet a run left stuck (found after
-/// `max_run_life` plus a run check) and wait out the longest retry backoff; every cancel
+/// notification attempt of the failure budget, and the one last attempt after it, may meet a
+/// run left stuck (found after `max_run_life` plus a run check) and wait out the longest retry
+/// backoff; every cancel
 /// attempt of its budget may wait the longest retry backoff too; and runs on one thread queue.
 /// Well under the fixed 600 s it replaces, and it grows with any policy term that is raised.
 pub fn settle_bound(policy: &Policy) -> Duration {
@@ -111,7 +112,7 @@ pub fn settle_bound(policy: &Policy) -> Duration {
     policy.poll_lease
         + policy.release_backoff
         + poll_wait
-        + notify_attempt * FAILURE_BUDGET
+        + notify_attempt * (FAILURE_BUDGET + 1)
         + policy.max_retry_backoff * CANCEL_BUDGET
         + SERIALISED_RUNS_SLACK
 }

@@ -10,7 +10,8 @@
 //! - [`lane`]: one engine with its own worker id, run on a cadence: a pass whenever a wake-up
 //!   arrives ([`wakeup`]) and at least once per tick.
 //! - [`metered`] and [`metrics`]: what the loops did, derived from the store calls, in the
-//!   Prometheus text format; [`logging`]: `tracing` with `RUST_LOG` and text or JSON lines.
+//!   Prometheus text format; [`backlog`]: the backlog gauges, read from the database when
+//!   `/metrics` is scraped; [`logging`]: `tracing` with `RUST_LOG` and text or JSON lines.
 //! - [`api`]: submit, list, detail and cancel, scoped to (owner, thread), with an OpenAPI
 //!   document generated from the code; health and readiness.
 //! - [`peers`]: whether the Agent Server and each MCP server answered the last contact (the
@@ -30,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod backlog;
 pub mod build_info;
 pub mod clock;
 pub mod clock_guard;

@@ -29,6 +29,11 @@
 //! | `tasklatch_peer_last_success_timestamp_seconds{kind,peer}` | gauge: Unix time of the last successful contact |
 //! | `tasklatch_ready` | gauge: 1 when the last readiness check (a `/readyz` call, or a scrape of `/metrics`) found the worker ready, else 0 |
 //! | `tasklatch_build_info{version,commit}` | gauge, always 1: the crate version and the commit ([`crate::build_info`]) |
+//! | `tasklatch_backlog_due{loop}` | gauge: rows the loop's claim would pick now (due, lease free or expired), read from the database at most every 15 s when `/metrics` is scraped ([`crate::backlog`]); counts stop at 10 000 |
+//! | `tasklatch_backlog_overdue{loop}` | gauge: of those, the rows due for longer than 60 s |
+//! | `tasklatch_backlog_oldest_due_age_seconds{loop}` | gauge: how long the oldest due row has been due; 0 when none is |
+//! | `tasklatch_backlog_dead_letters{kind,reason}` | gauge: dead letters now (`tasklatch_dead_letters_total` counts those ever written): `kind="notify"` by `thread_gone`, `budget`, `unavailable`; `kind="cancel"` by `budget`, `unavailable` |
+//! | `tasklatch_backlog_refreshed_timestamp_seconds` | gauge: Unix time of the last successful backlog read (0 before it); the backlog gauges keep their values while reads fail |
 //!
 //! No metric carries a task id, an owner, a thread or any text from a remote server: labels
 //! are fixed words or configured ids (the MCP server ids of `[servers.<id>]`, `kind` is
@@ -46,6 +51,7 @@ use std::time::Duration;
 use tasklatch_core::engine::ClockCheck;
 use tasklatch_core::lease::{LeaseKind, Refusal};
 use tasklatch_core::store::Pruned;
+use tasklatch_pg::{Backlog, DEAD_LETTER_SERIES};
 
 /// The `Content-Type` of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -116,6 +122,13 @@ const AGENT_SERVER: &str = "agent_server";
 pub struct PeerLabel {
     kind: &'static str,
     peer: String,
+}
+
+/// A dead letter's kind (`notify`, `cancel`) and reason, for the backlog's gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DeadLetterLabel {
+    kind: &'static str,
+    reason: &'static str,
 }
 
 /// What was built: the crate version and the commit.
@@ -191,6 +204,11 @@ pub struct Metrics {
     peer_last_success: Family<PeerLabel, Gauge<f64, AtomicU64>>,
     build_info: Family<BuildLabel, Gauge>,
     ready: Gauge,
+    backlog_due: Family<LoopLabel, Gauge>,
+    backlog_overdue: Family<LoopLabel, Gauge>,
+    backlog_oldest_age: Family<LoopLabel, Gauge<f64, AtomicU64>>,
+    backlog_dead_letters: Family<DeadLetterLabel, Gauge>,
+    backlog_refreshed: Gauge<f64, AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -231,6 +249,11 @@ impl Metrics {
             peer_last_success: Family::default(),
             build_info: Family::default(),
             ready: Gauge::default(),
+            backlog_due: Family::default(),
+            backlog_overdue: Family::default(),
+            backlog_oldest_age: Family::default(),
+            backlog_dead_letters: Family::default(),
+            backlog_refreshed: Gauge::default(),
         };
         m.register();
         m.zero_series();
@@ -248,13 +271,15 @@ impl Metrics {
         self.register_deliveries();
         self.register_process();
         self.register_peers();
+        self.register_backlog();
     }
 
     /// Creates at 0 the series of every fixed label value, so a fresh worker exposes each
     /// family and `rate()`/`increase()` see the first event (a series born at 1 has no earlier
     /// sample to increase from): claims, writes, releases and refusals per loop, dead letters per
-    /// reason, delivery failures per step, pruned rows, and the store errors of the two calls
-    /// every pass makes (`claim`, `store_time`).
+    /// reason, delivery failures per step, pruned rows, the store errors of the two calls
+    /// every pass makes (`claim`, `store_time`), and the backlog gauges of every loop and of
+    /// every dead letter's kind and reason.
     fn zero_series(&self) {
         for kind in [LeaseKind::Poll, LeaseKind::Notify, LeaseKind::Cancel] {
             let label = loop_label(kind);
@@ -292,6 +317,47 @@ impl Metrics {
         for op in ["claim", "store_time"] {
             let _ = self.store_errors.get_or_create(&OpLabel { op });
         }
+        for kind in LeaseKind::ALL {
+            let label = loop_label(kind);
+            let _ = self.backlog_due.get_or_create(&label);
+            let _ = self.backlog_overdue.get_or_create(&label);
+            let _ = self.backlog_oldest_age.get_or_create(&label);
+        }
+        for (kind, reason) in DEAD_LETTER_SERIES {
+            let reason = reason.as_str();
+            let _ = self
+                .backlog_dead_letters
+                .get_or_create(&DeadLetterLabel { kind, reason });
+        }
+    }
+
+    fn register_backlog(&mut self) {
+        let r = &mut self.registry;
+        r.register(
+            "backlog_due",
+            "Rows the loop would claim now: due, lease free or expired (at most 10000)",
+            self.backlog_due.clone(),
+        );
+        r.register(
+            "backlog_overdue",
+            "Rows due for longer than 60 s and not claimed (at most 10000)",
+            self.backlog_overdue.clone(),
+        );
+        r.register(
+            "backlog_oldest_due_age_seconds",
+            "How long the loop's oldest due row has been due (0 when none is)",
+            self.backlog_oldest_age.clone(),
+        );
+        r.register(
+            "backlog_dead_letters",
+            "Dead letters now, by kind and reason (tasklatch_dead_letters_total counts those ever written)",
+            self.backlog_dead_letters.clone(),
+        );
+        r.register(
+            "backlog_refreshed_timestamp_seconds",
+            "Unix time of the last successful backlog read (0 before it)",
+            self.backlog_refreshed.clone(),
+        );
     }
 
     fn register_peers(&mut self) {
@@ -639,6 +705,31 @@ impl Metrics {
         self.ready.set(i64::from(ready));
     }
 
+    /// The backlog as just read ([`crate::backlog`]): every backlog gauge takes its value
+    /// from `b`, and the refresh time is `b.now`.
+    pub fn backlog(&self, b: &Backlog) {
+        let gauge = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        for kind in LeaseKind::ALL {
+            let label = loop_label(kind);
+            let work = b.of(kind);
+            self.backlog_due.get_or_create(&label).set(gauge(work.due));
+            self.backlog_overdue
+                .get_or_create(&label)
+                .set(gauge(work.overdue));
+            self.backlog_oldest_age
+                .get_or_create(&label)
+                .set(work.oldest_due_age(b.now).as_secs_f64());
+        }
+        for ((kind, reason), n) in DEAD_LETTER_SERIES.into_iter().zip(b.dead_letters) {
+            let reason = reason.as_str();
+            self.backlog_dead_letters
+                .get_or_create(&DeadLetterLabel { kind, reason })
+                .set(gauge(n));
+        }
+        self.backlog_refreshed
+            .set(b.now.as_micros() as f64 / 1_000_000.0);
+    }
+
     /// Retention deleted these rows.
     pub fn pruned(&self, p: Pruned) {
         self.pruned
@@ -734,5 +825,78 @@ mod tests {
             env!("CARGO_PKG_VERSION")
         );
         assert!(text.contains(&build), "missing {build:?} in\n{text}");
+    }
+
+    #[test]
+    fn the_backlog_gauges_exist_at_zero_and_take_a_read_backlog() {
+        use tasklatch_core::time::Timestamp;
+        use tasklatch_pg::LoopBacklog;
+        let m = Metrics::new();
+        let fresh = m.render();
+        for kind in ["poll", "notify", "cancel"] {
+            for gauge in ["due", "overdue", "oldest_due_age_seconds"] {
+                let line = format!("tasklatch_backlog_{gauge}{{loop=\"{kind}\"}} 0");
+                assert!(fresh.contains(&line), "missing {line:?} in\n{fresh}");
+            }
+        }
+        for (kind, reason) in DEAD_LETTER_SERIES {
+            let reason = reason.as_str();
+            let line =
+                format!("tasklatch_backlog_dead_letters{{kind=\"{kind}\",reason=\"{reason}\"}} 0");
+            assert!(fresh.contains(&line), "missing {line:?} in\n{fresh}");
+        }
+        let now = Timestamp::from_micros(1_700_000_100_250_000);
+        m.backlog(&Backlog {
+            now,
+            poll: LoopBacklog {
+                due: 7,
+                overdue: 3,
+                oldest_due: Some(Timestamp::from_micros(1_700_000_000_000_000)),
+            },
+            notify: LoopBacklog::default(),
+            cancel: LoopBacklog {
+                due: 1,
+                overdue: 0,
+                oldest_due: Some(now),
+            },
+            dead_letters: [4, 0, 2, 0, 9],
+        });
+        let text = m.render();
+        for line in [
+            "tasklatch_backlog_due{loop=\"poll\"} 7",
+            "tasklatch_backlog_overdue{loop=\"poll\"} 3",
+            "tasklatch_backlog_oldest_due_age_seconds{loop=\"poll\"} 100.25",
+            "tasklatch_backlog_due{loop=\"notify\"} 0",
+            "tasklatch_backlog_oldest_due_age_seconds{loop=\"notify\"} 0.0",
+            "tasklatch_backlog_due{loop=\"cancel\"} 1",
+            "tasklatch_backlog_oldest_due_age_seconds{loop=\"cancel\"} 0.0",
+            "tasklatch_backlog_dead_letters{kind=\"notify\",reason=\"thread_gone\"} 4",
+            "tasklatch_backlog_dead_letters{kind=\"notify\",reason=\"unavailable\"} 2",
+            "tasklatch_backlog_dead_letters{kind=\"cancel\",reason=\"budget\"} 0",
+            "tasklatch_backlog_dead_letters{kind=\"cancel\",reason=\"unavailable\"} 9",
+            "tasklatch_backlog_refreshed_timestamp_seconds 1700000100.25",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn no_metric_family_is_declared_twice() {
+        // A gauge named like a counter's family (`tasklatch_dead_letters` beside
+        // `tasklatch_dead_letters_total`) would declare one family twice: an exposition
+        // Prometheus refuses whole.
+        let text = Metrics::new().render();
+        let mut seen = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            if let Some(decl) = line.strip_prefix("# TYPE ") {
+                let name = decl.split_whitespace().next().unwrap_or_default();
+                assert!(
+                    seen.insert(name.to_owned()),
+                    "{name} declared twice in\n{text}"
+                );
+            }
+        }
+        assert!(seen.contains("tasklatch_dead_letters"));
+        assert!(seen.contains("tasklatch_backlog_dead_letters"));
     }
 }

@@ -28,6 +28,7 @@
 
 use crate::api::health::Health;
 use crate::api::{openapi, router, AppState};
+use crate::backlog::BacklogGauges;
 use crate::clock::SystemClock;
 use crate::clock_guard;
 use crate::config::{shortest_lease, Settings};
@@ -208,7 +209,7 @@ async fn start(settings: &Settings) -> Result<Running, StartError> {
     let (lanes, heartbeats) = spawn_lanes(settings, &engines, &waker, &metrics, &stop_rx);
     let health = Health::new(pool.clone(), heartbeats, stale_after(settings));
     let health = Arc::new(health.with_peers(peers.clone()));
-    let state = app_state(settings, &engines, ids, &metrics, &health, &peers)?;
+    let state = app_state(settings, &pool, &engines, ids, &metrics, &health, &peers)?;
     // The API outlives the lanes: it answers (readiness 503 included) until they are done.
     let (api_stop_tx, api_stop_rx) = watch::channel(false);
     tasks.spawn(serve(
@@ -306,6 +307,7 @@ fn launcher(settings: &Settings) -> Result<AgentServerLauncher, StartError> {
 
 fn app_state(
     settings: &Settings,
+    pool: &PgPool,
     engines: &[Arc<WorkerEngine>],
     ids: RandomIds,
     metrics: &Arc<Metrics>,
@@ -314,6 +316,10 @@ fn app_state(
 ) -> Result<AppState<WorkerEngine>, StartError> {
     let servers: BTreeSet<String> = settings.mcp.servers.keys().cloned().collect();
     let threads = PeerLauncher::new(launcher(settings)?, peers.clone());
+    let backlog = BacklogGauges::new(
+        PgStore::new(pool.clone(), settings.policy.clone()),
+        metrics.clone(),
+    );
     Ok(AppState {
         tasks: engines[0].clone(),
         ids: Arc::new(ids),
@@ -322,6 +328,7 @@ fn app_state(
         threads: Arc::new(threads),
         metrics: metrics.clone(),
         health: health.clone(),
+        backlog: Some(Arc::new(backlog)),
         openapi: openapi::document(settings.mcp.servers.keys().map(String::as_str)).into(),
     })
 }

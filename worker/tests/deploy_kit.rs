@@ -3,7 +3,8 @@
 //! - every metric name the alerting rules (`deploy/prometheus/alerts.yml`) and the Grafana
 //!   dashboard (`deploy/grafana/tasklatch.json`) use is exported by a live worker, scraped
 //!   from its `/metrics` on a real database (a histogram's `_bucket`, `_sum` and `_count`, a
-//!   counter's `_total`, as the exposition declares them);
+//!   counter's `_total`, as the exposition declares them); and the scrape reads the backlog
+//!   gauges from the database;
 //! - the systemd unit waits longer than the worker's graceful stop before it kills it
 //!   (`TimeoutStopSec` above `graceful_stop_bound` for the example configuration's leases),
 //!   reads secrets from an `EnvironmentFile`, has no `ExecReload`, and keeps its hardening.
@@ -91,6 +92,22 @@ async fn every_metric_the_kit_queries_is_exported_by_a_live_worker() {
     assert_eq!(status, 200, "{exposition}");
     let live = exported(&exposition);
     assert!(live.contains("tasklatch_ready"), "{exposition}");
+    // The backlog gauges: every loop's series, read from the database by this very scrape
+    // (the worker wires its refresher to /metrics), all 0 on this empty database.
+    for kind in ["poll", "notify", "cancel"] {
+        for gauge in ["due", "overdue", "oldest_due_age_seconds"] {
+            let line = format!("tasklatch_backlog_{gauge}{{loop=\"{kind}\"}} 0");
+            assert!(exposition.contains(&line), "no {line:?} in\n{exposition}");
+        }
+    }
+    let refreshed = exposition
+        .lines()
+        .find_map(|l| l.strip_prefix("tasklatch_backlog_refreshed_timestamp_seconds "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert!(
+        refreshed.is_some_and(|s| s > 1.7e9),
+        "the live worker did not read the backlog\n{exposition}"
+    );
 
     let mut checked = 0;
     for file in ["prometheus/alerts.yml", "grafana/tasklatch.json"] {

@@ -17,6 +17,7 @@ mod batch;
 mod cancel_loop;
 mod clock_check;
 mod intent;
+mod last_attempt;
 mod local_deadline;
 mod notify_loop;
 mod owed;

@@ -33,7 +33,8 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let (claimed, deadline, clock) = self
             .claim(LeaseKind::Notify, self.policy.notify_lease, &mut report)
             .await;
-        if clock == ClockVerdict::Refused {
+        let refused = clock == ClockVerdict::Refused;
+        if refused && !mutation::active(Mutant::HandOffIgnoresClockRefusal) {
             // The rows the poll write handed off are under this worker's leases, but its clock
             // may not be trusted to keep inside them: they are given back, uncounted.
             let releases = handed_off
@@ -81,7 +82,11 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 action,
             })
         };
-        let budget_spent = o.failures >= FAILURE_BUDGET;
+        let last_attempt = o.failures >= FAILURE_BUDGET && self.last_attempt_due(o);
+        if last_attempt {
+            tracing::info!(task = %c.row.id(), version = o.dispatch_version, failures = o.failures, "failure budget spent, but a run has succeeded since the last failed one: one last attempt");
+        }
+        let budget_spent = o.failures >= FAILURE_BUDGET && !last_attempt;
         let late_budget_check = mutation::active(Mutant::BudgetCheckedAfterLaunch);
         if budget_spent && !late_budget_check {
             log_failure(c.row.id(), o, &NotifyAction::BudgetExhausted);
@@ -134,6 +139,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         };
         if budget_spent {
             return write(NotifyAction::BudgetExhausted);
+        }
+        if action == NotifyAction::RunSucceeded {
+            self.saw_run_success();
         }
         log_failure(c.row.id(), o, &action);
         write(action)

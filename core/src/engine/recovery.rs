@@ -7,7 +7,9 @@
 //! rest of its server answers is polled at that interval, not at every pass.
 //!
 //! The lanes of one worker share the memory ([`OutageMemory`], [`Engine::sharing_outages`]):
-//! what one lane's polls saw holds for all, and one lane brings a server's tasks forward.
+//! what one lane's polls saw holds for all, and one lane brings a server's tasks forward. The
+//! same memory keeps when a notification run last succeeded, which decides a last attempt
+//! before a budget dead letter ([`super::last_attempt`]).
 //! The memory is advisory: a worker that restarts forgets it, and its tasks then wait out
 //! their backoff (capped by `max_poll_backoff`) until a poll fails or answers again. Several
 //! workers each probe (one poll per server per interval each) and each bring the same tasks
@@ -38,11 +40,13 @@ pub(super) enum ServerHealth {
 }
 
 /// Per server, what the polls saw (only servers that were unavailable are listed), and when
-/// each server's backed-off tasks were last brought forward.
+/// each server's backed-off tasks were last brought forward; and when a notification run was
+/// last seen succeeding ([`super::last_attempt`]).
 #[derive(Default)]
 struct Servers {
     health: BTreeMap<ServerId, ServerHealth>,
     recovered_at: BTreeMap<ServerId, Timestamp>,
+    run_succeeded_at: Option<Timestamp>,
 }
 
 /// What an engine's polls saw of the MCP servers; clones share it, so that the lanes of one
@@ -54,6 +58,17 @@ pub struct OutageMemory(Arc<Mutex<Servers>>);
 impl OutageMemory {
     fn lock(&self) -> MutexGuard<'_, Servers> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that a notification run was seen succeeding at `now` (the latest time wins).
+    pub(super) fn note_run_success(&self, now: Timestamp) {
+        let mut servers = self.lock();
+        servers.run_succeeded_at = servers.run_succeeded_at.max(Some(now));
+    }
+
+    /// When a notification run was last seen succeeding, if one was.
+    pub(super) fn run_succeeded_at(&self) -> Option<Timestamp> {
+        self.lock().run_succeeded_at
     }
 }
 

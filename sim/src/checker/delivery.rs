@@ -1,9 +1,10 @@
 //! Delivery invariants: never lost, never duplicated, never unexpected, never noisy, ordered.
 
-use super::facts::Facts;
+use super::facts::{Facts, Launch};
 use super::{Invariant, Verdict};
 use crate::history::{parse_key, Event, LaunchAnswer, RemoteOp};
 use crate::naming::task_label;
+use crate::timing::MAX_SKEW_MS;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::policy::FAILURE_BUDGET;
 use tasklatch_core::ports::RunStatus;
@@ -345,7 +346,8 @@ fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
                 "a notification with an empty event",
             );
         }
-        if l.attempt >= FAILURE_BUDGET {
+        let last_attempt = last_attempt_allowed(f, l);
+        if l.attempt > FAILURE_BUDGET || (l.attempt == FAILURE_BUDGET && !last_attempt) {
             v.push(
                 Invariant::Noisy,
                 f.label(l.task_id),
@@ -375,7 +377,8 @@ fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
                 .is_some_and(|r| r.created < l.entry),
             _ => false,
         } || key_had_run(f, l.key, l.entry);
-        if failed_before >= FAILURE_BUDGET as usize && !reused {
+        let allowed = FAILURE_BUDGET as usize + usize::from(last_attempt);
+        if failed_before >= allowed && !reused {
             v.push(
                 Invariant::Noisy,
                 f.label(l.task_id),
@@ -387,6 +390,30 @@ fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
             );
         }
     }
+}
+
+/// Whether launch `l` may be the one last attempt after a spent budget (DOMAIN §3): a run of
+/// any task ended `success` after the launch of `l`'s previous attempt (less twice the skew
+/// the guard allows, as the engine compares its workers' clocks) and before `l`.
+fn last_attempt_allowed(f: &Facts<'_>, l: &Launch<'_>) -> bool {
+    let Some(previous) = l.attempt.checked_sub(1) else {
+        return false;
+    };
+    let previous_at = f
+        .launches
+        .iter()
+        .filter(|p| p.task_id == l.task_id && p.version == l.version && p.attempt == previous)
+        .filter(|p| p.entry < l.entry)
+        .map(|p| f.entries[p.entry].at_us)
+        .max();
+    let Some(previous_at) = previous_at else {
+        return false;
+    };
+    let slack_us = 2 * MAX_SKEW_MS * 1_000;
+    f.runs.values().any(|r| match r.end {
+        Some((e, RunStatus::Success)) => e < l.entry && f.entries[e].at_us + slack_us > previous_at,
+        _ => false,
+    })
 }
 
 /// Whether a launch served before history entry `before` created a run for `key`.

@@ -7,6 +7,7 @@
 mod acknowledged;
 mod answers;
 mod cancels;
+mod clock_leases;
 mod degraded;
 mod delivery;
 mod disturbances;
@@ -193,6 +194,7 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     delivery::check(&facts, &mut v);
     fencing::check(&facts, &mut v);
     lease_margin::check(&facts, &mut v);
+    clock_leases::check(&facts, &mut v);
     isolation::check(&facts, &mut v);
     injection::check(&facts, &mut v);
     answers::check(&facts, &mut v);

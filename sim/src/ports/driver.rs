@@ -61,7 +61,13 @@ impl RpcDriver {
         req: McpRequest,
     ) -> Result<RemoteReport, DriverError> {
         match self.call(op, handle.remote_task_id.expose(), req).await? {
-            McpAnswer::Report(r) => Ok(r.decode()),
+            McpAnswer::Report(r) => {
+                let report = r.decode();
+                if op == RemoteOp::Status {
+                    self.caller.after_status(report.status != "working");
+                }
+                Ok(report)
+            }
             McpAnswer::Unknown => Err(DriverError::UnknownTask),
             McpAnswer::Unavailable(m) => Err(DriverError::Unavailable {
                 class: ErrorClass::Server,

@@ -61,6 +61,9 @@ pub struct Caller {
 /// How long a clock stepped back during a pause-after-answer stays back once the pause ends.
 const CLOCK_STEP_OUTLASTS_PAUSE_MS: u64 = 20_000;
 
+/// How long a clock stepped back as a poll brought news stays back.
+const CLOCK_STEP_AT_NEWS_MS: u64 = 20_000;
+
 impl Caller {
     /// The host part of the caller's name.
     pub fn host(&self) -> String {
@@ -86,6 +89,32 @@ impl Caller {
         for (index, for_ms) in due {
             if self.ctx.fire(index, &self.host()) {
                 tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            }
+        }
+    }
+
+    /// Steps the worker's wall clock back if a step-at-news fault of its worker is due now
+    /// (each happens once) and the status call just answered brought `news` (a task no longer
+    /// `working`): the poll's write, and the notification it hands off, are then stamped by the
+    /// stepped clock, which the notification pass's clock check must catch.
+    pub(super) fn after_status(&self, news: bool) {
+        let (Some((worker, _)), true) = (self.lane, news) else {
+            return;
+        };
+        let t = now_ms();
+        let due: Vec<(usize, u64)> = self
+            .ctx
+            .active(t, |k| match k {
+                FaultKind::StepAtNews { worker: w, back_ms } if *w == worker => Some(*back_ms),
+                _ => None,
+            })
+            .collect();
+        for (index, back_ms) in due {
+            if self.ctx.fire(index, &self.host()) {
+                self.ctx
+                    .step_clock_back(worker, t, t + CLOCK_STEP_AT_NEWS_MS, back_ms);
+                self.ctx
+                    .exercised("worker_clock_stepped_at_news", &self.host(), None);
             }
         }
     }

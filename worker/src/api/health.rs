@@ -172,13 +172,18 @@ pub async fn readyz<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoR
 }
 
 /// The worker's metrics in the Prometheus text format. Each scrape checks readiness first (the
-/// shared, cached check of `/readyz`), so `tasklatch_ready` is as fresh as the scrape.
+/// shared, cached check of `/readyz`), so `tasklatch_ready` is as fresh as the scrape; then
+/// refreshes the backlog gauges (read from the database at most every 15 s, the last values
+/// kept when a read fails: [`crate::backlog`]). Always 200.
 #[utoipa::path(get, path = "/metrics", tag = "operations", security(()),
     responses((status = 200, description = "OpenMetrics text", body = String,
         content_type = "application/openmetrics-text")))]
 pub async fn metrics<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoResponse {
     let ready = st.health.problems().await.is_empty();
     st.metrics.readiness(ready);
+    if let Some(backlog) = &st.backlog {
+        backlog.refresh(SystemClock.now()).await;
+    }
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], st.metrics.render())
 }
 

@@ -29,6 +29,7 @@ pub mod threads;
 
 pub use error::{ApiError, ErrorBody};
 
+use crate::backlog::BacklogGauges;
 use crate::config::Auth;
 use crate::metrics::Metrics;
 use axum::extract::DefaultBodyLimit;
@@ -162,6 +163,9 @@ pub struct AppState<T> {
     pub metrics: Arc<Metrics>,
     /// Liveness and readiness.
     pub health: Arc<Health>,
+    /// The backlog gauges, refreshed when `/metrics` is scraped; `None`: they stay at 0 (a
+    /// state with no database to read them from).
+    pub backlog: Option<Arc<BacklogGauges>>,
     /// The OpenAPI document, rendered once.
     pub openapi: Arc<str>,
 }
@@ -176,6 +180,7 @@ impl<T> Clone for AppState<T> {
             threads: self.threads.clone(),
             metrics: self.metrics.clone(),
             health: self.health.clone(),
+            backlog: self.backlog.clone(),
             openapi: self.openapi.clone(),
         }
     }

@@ -116,7 +116,7 @@ pub fn lazy_pool(url: &str, acquire_timeout: Option<Duration>) -> PgPool {
 
 /// The router's state: `tasks` behind it, ids seeded with `seed`, `auth`, the configured
 /// `servers` (also those of the OpenAPI document), `threads` for ownership, fresh metrics,
-/// and readiness over `pool` with no lane heartbeats.
+/// readiness over `pool` with no lane heartbeats, and no backlog gauges refresher.
 pub fn app_state<T>(
     tasks: Arc<T>,
     seed: u64,
@@ -138,6 +138,7 @@ pub fn app_state<T>(
         threads,
         metrics: Arc::new(Metrics::new()),
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
+        backlog: None,
         openapi: openapi::document(servers.iter().copied()).into(),
     }
 }
