@@ -140,11 +140,11 @@ mod tests {
     #[test]
     fn the_settle_bound_follows_the_policy() {
         let p = sim_policy();
-        assert_eq!(settle_bound(&p), Duration::from_secs(497));
+        assert_eq!(settle_bound(&p), Duration::from_secs(549));
         let slower = Policy {
             max_poll_backoff: Duration::from_secs(100),
             ..p.clone()
         };
-        assert_eq!(settle_bound(&slower), Duration::from_secs(537));
+        assert_eq!(settle_bound(&slower), Duration::from_secs(589));
     }
 }
