@@ -299,17 +299,24 @@ async fn d_a_missing_thread_dead_letters_at_once_and_a_later_event_revives_the_c
     );
 }
 
-#[tokio::test]
-async fn e_five_failed_runs_dead_letter_one_version_and_a_newer_event_still_delivers() {
-    let w = World::with_thread().await;
-    let e = w.engine("w1");
+/// Task `rt-1`, asking "which branch?" at every poll, submitted through `e`; every run from
+/// now on ends `error`.
+async fn asking_task_whose_runs_fail(w: &World, e: &TestEngine) -> TaskId {
     let question = tasklatch_core::snapshot::RemoteReport {
         input_request: Some("which branch?".into()),
         ..report("rt-1", "input_required")
     };
-    let id = w.submit(&e, "build", "rt-1", Some(question.clone())).await;
+    let id = w.submit(e, "build", "rt-1", Some(question.clone())).await;
     w.driver.on_status("rt-1", [Ok(question)]);
     w.launcher.finish_every_new_run(Some(RunStatus::Error));
+    id
+}
+
+#[tokio::test]
+async fn e_five_failed_runs_dead_letter_one_version_and_a_newer_event_still_delivers() {
+    let w = World::with_thread().await;
+    let e = w.engine("w1");
+    let id = asking_task_whose_runs_fail(&w, &e).await;
 
     passes(&w, &e, 16, 100).await;
     let runs = w.launcher.runs_for(&id).await;
@@ -352,13 +359,7 @@ async fn e_five_failed_runs_dead_letter_one_version_and_a_newer_event_still_deli
 async fn spent_budget_then_a_success(last: RunStatus) -> (World, TaskId) {
     let w = World::with_thread().await;
     let e = w.engine("w1");
-    let question = tasklatch_core::snapshot::RemoteReport {
-        input_request: Some("which branch?".into()),
-        ..report("rt-1", "input_required")
-    };
-    let id = w.submit(&e, "build", "rt-1", Some(question.clone())).await;
-    w.driver.on_status("rt-1", [Ok(question)]);
-    w.launcher.finish_every_new_run(Some(RunStatus::Error));
+    let id = asking_task_whose_runs_fail(&w, &e).await;
     for _ in 0..2_000 {
         if w.row(&id).await.outbox.failures == FAILURE_BUDGET {
             break;

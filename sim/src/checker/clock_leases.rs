@@ -33,6 +33,7 @@ fn wrong_offset_us() -> i64 {
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     // (worker, task id, lease kind) → the newest grant's clock offset at its stamp, in µs.
     let mut offsets: BTreeMap<(u32, &str, LeaseKind), i64> = BTreeMap::new();
+    let (wrong_us, allowed_ms) = (wrong_offset_us(), sim_policy().max_clock_skew.as_millis());
     for (i, e) in f.entries.iter().enumerate() {
         if let Event::StoreClaim {
             lease,
@@ -62,7 +63,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         };
         let wrong = tasks.iter().find_map(|id| {
             let offset = *offsets.get(&(w, *id, kind))?;
-            (offset.abs() > wrong_offset_us()).then_some((*id, offset))
+            (offset.abs() > wrong_us).then_some((*id, offset))
         });
         if let Some((id, offset)) = wrong {
             v.push(
@@ -74,7 +75,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
                      store's (the skew guard allows {} ms)",
                     kind.as_str(),
                     offset / 1_000,
-                    sim_policy().max_clock_skew.as_millis(),
+                    allowed_ms,
                 ),
             );
         }
