@@ -1,12 +1,18 @@
 //! The rules a task row holds between any two store calls (DOMAIN §2–§6), checked in the code.
 //!
 //! [`Outbox::check_invariants`] and [`TaskRow::check_invariants`] return the first broken rule
-//! as a typed [`Invariant`] (never a panic). Every pure transition that mutates a row ends with
+//! as a typed [`RowRule`] (never a panic). Every pure transition that mutates a row ends with
 //! [`debug_check_outbox`] or [`debug_check_row`], and so does every `MemStore` write: in a debug
 //! or test build a broken rule panics there, naming the rule and the task id (never a secret).
-//! Release builds skip the check. While a planted bug of the mutation campaign is active the
-//! check stands down too: those bugs are there to be caught from the outside, by the
-//! simulation's checker.
+//! Release builds skip the check.
+//!
+//! While a planted bug of the mutation campaign is active (the `mutations` feature), a broken
+//! rule does not panic — those bugs are there to be caught from the outside, by the
+//! simulation's checker — but is recorded, in debug and release builds alike, as an
+//! [`crate::mutation::InvariantBreach`] (the task id and the rule, nothing else) in a per-thread
+//! log the simulation drains after each step with
+//! [`crate::mutation::take_invariant_breaches`]. The log keeps the first
+//! [`crate::mutation::MAX_INVARIANT_BREACHES`] breaches between two drains.
 //!
 //! These are the rules the transitions guarantee whatever the caller sends through the `Store`
 //! API. The failure budgets are not among them: the store counts every failure it is told of,
@@ -21,7 +27,7 @@ use crate::task::{Outbox, TaskRow};
 
 /// A rule of the task row. As an error: the rule that is broken.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, thiserror::Error)]
-pub enum Invariant {
+pub enum RowRule {
     /// `notified_version ≤ event_version`.
     #[error("notified_version ≤ event_version")]
     NotifiedUpToEvent,
@@ -90,7 +96,7 @@ pub enum Invariant {
 }
 
 /// `Ok` when `rule` holds, else the rule as the error.
-fn holds(rule: Invariant, ok: bool) -> Result<(), Invariant> {
+fn holds(rule: RowRule, ok: bool) -> Result<(), RowRule> {
     if ok {
         Ok(())
     } else {
@@ -110,8 +116,8 @@ impl Outbox {
     /// Checks the outbox's own rules (DOMAIN §2, §3): the version pair, the event and its
     /// fingerprint, the frozen snapshot, undelivered work, the lease. Returns the first broken
     /// rule.
-    pub fn check_invariants(&self) -> Result<(), Invariant> {
-        use Invariant::*;
+    pub fn check_invariants(&self) -> Result<(), RowRule> {
+        use RowRule::*;
         holds(
             NotifiedUpToEvent,
             self.notified_version <= self.event_version,
@@ -152,8 +158,8 @@ impl Outbox {
     }
 
     /// The frozen snapshot and the dispatch in flight.
-    fn check_dispatch(&self) -> Result<(), Invariant> {
-        use Invariant::*;
+    fn check_dispatch(&self) -> Result<(), RowRule> {
+        use RowRule::*;
         if let Some(e) = &self.dispatch_event {
             holds(WorthSaying, worth_saying(e))?;
             holds(
@@ -176,8 +182,8 @@ impl TaskRow {
     /// Checks every rule of the row (DOMAIN §2–§6): the outbox's
     /// ([`Outbox::check_invariants`]), then the poll schedule, the cancel work and the leases.
     /// Returns the first broken rule.
-    pub fn check_invariants(&self) -> Result<(), Invariant> {
-        use Invariant::*;
+    pub fn check_invariants(&self) -> Result<(), RowRule> {
+        use RowRule::*;
         self.outbox.check_invariants()?;
         let own = |e: &Option<Event>| e.as_ref().is_none_or(|e| &e.task_id == self.id());
         holds(
@@ -209,8 +215,8 @@ impl TaskRow {
         self.check_leases()
     }
 
-    fn check_cancel(&self) -> Result<(), Invariant> {
-        use Invariant::*;
+    fn check_cancel(&self) -> Result<(), RowRule> {
+        use RowRule::*;
         let c = &self.cancel;
         let requested = c.status == CancelStatus::Requested;
         holds(
@@ -221,7 +227,7 @@ impl TaskRow {
         holds(CancelLeaseRequested, c.lease.is_none() || requested)
     }
 
-    fn check_leases(&self) -> Result<(), Invariant> {
+    fn check_leases(&self) -> Result<(), RowRule> {
         for kind in LeaseKind::ALL {
             let claims = match kind {
                 LeaseKind::Poll => self.poll.claims,
@@ -229,7 +235,7 @@ impl TaskRow {
                 LeaseKind::Cancel => self.cancel.claims,
             };
             holds(
-                Invariant::LeaseIsNewestClaim,
+                RowRule::LeaseIsNewestClaim,
                 self.lease(kind).is_none_or(|l| l.token.0 == claims),
             )?;
         }
@@ -237,31 +243,93 @@ impl TaskRow {
     }
 }
 
-/// Whether the debug checks run: debug builds, no planted bug active.
+/// Whether the checks run: in debug builds, and in any build while a planted bug is active.
 fn checking() -> bool {
-    cfg!(debug_assertions) && mutation::current().is_none()
+    cfg!(debug_assertions) || mutation::current().is_some()
 }
 
-/// In a debug build, panics if `row` breaks a rule, naming the rule and the task id. Called
-/// after every transition that mutates a row and after every store write.
+/// What a broken `rule` of `task` does: recorded while a planted bug is active, else a panic
+/// naming the rule and the task id.
+#[track_caller]
+fn broken(task: &dyn std::fmt::Display, rule: RowRule) {
+    if mutation::current().is_some() {
+        mutation::record_invariant_breach(task, rule);
+    } else {
+        panic!("task {task}: invariant broken: {rule}");
+    }
+}
+
+/// In a debug build, panics if `row` breaks a rule, naming the rule and the task id; while a
+/// planted bug is active (any build), records the breach instead (see the module docs).
+/// Called after every transition that mutates a row and after every store write.
 #[track_caller]
 pub fn debug_check_row(row: &TaskRow) {
     if checking() {
         if let Err(rule) = row.check_invariants() {
-            panic!("task {}: invariant broken: {rule}", row.id());
+            broken(row.id(), rule);
         }
     }
 }
 
 /// In a debug build, panics if `outbox` breaks a rule, naming the rule and the task id its
-/// events name (`?` when it holds none). Called after every transition of the outbox alone.
+/// events name (`?` when it holds none); while a planted bug is active (any build), records
+/// the breach instead (see the module docs). Called after every transition of the outbox
+/// alone.
 #[track_caller]
 pub fn debug_check_outbox(outbox: &Outbox) {
     if checking() {
         if let Err(rule) = outbox.check_invariants() {
             let task = outbox.event.as_ref().or(outbox.dispatch_event.as_ref());
             let task = task.map_or("?", |e| e.task_id.as_str());
-            panic!("task {task}: invariant broken: {rule}");
+            broken(&task, rule);
         }
+    }
+}
+
+#[cfg(all(test, feature = "mutations"))]
+mod tests {
+    use super::*;
+    use crate::mutation::{
+        activate, take_invariant_breaches, InvariantBreach, Mutant, MAX_INVARIANT_BREACHES,
+    };
+    use crate::text::test_support::row;
+
+    fn breach(task: &str, rule: RowRule) -> InvariantBreach {
+        InvariantBreach {
+            task: task.into(),
+            rule,
+        }
+    }
+
+    /// Under a planted bug a broken row is not a panic: the check records the task id and the
+    /// rule, the drain hands them over once, and the log keeps only its first breaches.
+    #[test]
+    fn under_a_planted_bug_a_broken_row_is_recorded_and_drained_not_panicked() {
+        let _on = activate(Some(Mutant::InFlightSnapshotOverwritten));
+        let mut r = row("t1", "task", RemoteStatus::Working, 1_000);
+        r.outbox.notified_version = r.outbox.event_version + 1;
+        assert_eq!(r.check_invariants(), Err(RowRule::NotifiedUpToEvent));
+        debug_check_row(&r);
+        debug_check_outbox(&r.outbox);
+        let rule = RowRule::NotifiedUpToEvent;
+        assert_eq!(
+            take_invariant_breaches(),
+            vec![breach("t1", rule), breach("?", rule)]
+        );
+        assert_eq!(take_invariant_breaches(), Vec::new(), "drained");
+        for _ in 0..MAX_INVARIANT_BREACHES + 5 {
+            debug_check_row(&r);
+        }
+        assert_eq!(take_invariant_breaches().len(), MAX_INVARIANT_BREACHES);
+    }
+
+    /// A sound row records nothing, and without a planted bug nothing is recorded either (a
+    /// debug build panics instead: `tests/invariants.rs`).
+    #[test]
+    fn a_sound_row_records_nothing() {
+        let _on = activate(Some(Mutant::InFlightSnapshotOverwritten));
+        let r = row("t1", "task", RemoteStatus::Working, 1_000);
+        debug_check_row(&r);
+        assert_eq!(take_invariant_breaches(), Vec::new());
     }
 }

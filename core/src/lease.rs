@@ -5,7 +5,7 @@
 //! its own process claimed the row again meanwhile (the new claim has a new token).
 
 use crate::ids::WorkerId;
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -89,11 +89,16 @@ pub fn check_lease(row: Option<&Lease>, presented: &Lease, at: Timestamp) -> Res
     let Some(held) = row else {
         return Err(Refusal::LeaseNotHeld);
     };
-    let token_matters = !mutation::active(Mutant::LeaseTokenNotChecked);
-    if held.owner != presented.owner || (token_matters && held.token != presented.token) {
+    let same_claim = held.owner == presented.owner && held.token == presented.token;
+    let same_claim = mutation::substitute(Mutant::LeaseTokenNotChecked, same_claim, |_| {
+        planted::owner_only(held, presented)
+    });
+    if !same_claim {
         return Err(Refusal::LeaseNotHeld);
     }
-    if held.expires_at <= at && !mutation::active(Mutant::LeaseExpiryNotChecked) {
+    let expired = held.expires_at <= at;
+    let expired = mutation::substitute(Mutant::LeaseExpiryNotChecked, expired, |_| false);
+    if expired {
         return Err(Refusal::LeaseExpired);
     }
     Ok(())

@@ -7,7 +7,7 @@
 //! [`LedgerLauncher`] turns any ledger into a [`Launcher`].
 
 use crate::ids::{OwnerId, RunId, ThreadId};
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::ports::{Clock, LaunchOutcome, Launcher, RunRequest, RunStatus};
 use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -142,15 +142,18 @@ impl RunLedger for MemLedger {
         now: Timestamp,
     ) -> Result<LaunchOutcome, LedgerError> {
         let mut l = self.inner();
-        if let Some(&i) = l.by_key.get(&req.key) {
-            if !mutation::active(Mutant::LedgerUniquenessDropped) {
-                return Ok(LaunchOutcome::Started(l.runs[i].run_id.clone()));
-            }
+        let seen = l.by_key.get(&req.key).copied();
+        let seen = mutation::substitute(Mutant::LedgerUniquenessDropped, seen, |_| None);
+        if let Some(i) = seen {
+            return Ok(LaunchOutcome::Started(l.runs[i].run_id.clone()));
         }
-        let deletion_ignored = mutation::active(Mutant::LedgerIgnoresThreadDeletion);
-        match l.threads.get(&req.thread) {
-            Some((owner, deleted)) if *owner == req.owner && (!deleted || deletion_ignored) => {}
-            _ => return Ok(LaunchOutcome::ThreadGone),
+        let thread = l.threads.get(&req.thread);
+        let open = thread.is_some_and(|(owner, deleted)| *owner == req.owner && !deleted);
+        let open = mutation::substitute(Mutant::LedgerIgnoresThreadDeletion, open, |_| {
+            planted::deletion_ignored(thread, &req.owner)
+        });
+        if !open {
+            return Ok(LaunchOutcome::ThreadGone);
         }
         if l.runs
             .iter()

@@ -7,7 +7,7 @@
 use crate::ids::TaskId;
 use crate::invariants::debug_check_row;
 use crate::lease::{Lease, LeaseKind, LeaseToken, Refusal};
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::policy::{Policy, MAX_BATCH, MAX_LIST};
 use crate::status::{CancelStatus, NotifyStatus};
 use crate::store::*;
@@ -117,10 +117,13 @@ fn due_at(kind: LeaseKind, row: &TaskRow) -> Option<Timestamp> {
 pub fn claimable(kind: LeaseKind, row: &TaskRow, now: Timestamp) -> bool {
     match kind {
         LeaseKind::Poll => {
+            let standing_still = cancel::in_progress(row);
+            let standing_still =
+                mutation::substitute(Mutant::PollClaimSkipsCancelRequested, standing_still, |s| {
+                    planted::cancel_ever_requested(s, row)
+                });
             row.remote.status.is_pollable()
-                && !cancel::in_progress(row)
-                && !(mutation::active(Mutant::PollClaimSkipsCancelRequested)
-                    && row.cancel.requested_at.is_some())
+                && !standing_still
                 && row.poll.next_poll_at.is_some_and(|t| t <= now)
                 && Lease::is_free(row.poll.lease.as_ref(), now)
         }
@@ -321,9 +324,10 @@ impl Store for MemStore {
         now: Timestamp,
     ) -> Result<CancelOutcome, StoreError> {
         let mut rows = self.rows();
-        let owner_checked = !mutation::active(Mutant::CancelOwnerNotChecked);
         let in_scope = |r: &TaskRow| {
-            (r.identity.owner == scope.owner || !owner_checked) && r.identity.thread == scope.thread
+            let owner = r.identity.owner == scope.owner;
+            let owner = mutation::substitute(Mutant::CancelOwnerNotChecked, owner, |_| true);
+            owner && r.identity.thread == scope.thread
         };
         let id = match target {
             CancelTarget::Id(id) => match rows.get(id) {
@@ -366,8 +370,9 @@ impl Store for MemStore {
         answer::validate(&req.request_id, req.text.expose())?;
         let mut rows = self.rows();
         let Some(row) = rows.get_mut(&req.task_id).filter(|r| {
-            let owner_checked = !mutation::active(Mutant::AnswerOwnerNotChecked);
-            (r.identity.owner == scope.owner || !owner_checked) && r.identity.thread == scope.thread
+            let owner = r.identity.owner == scope.owner;
+            let owner = mutation::substitute(Mutant::AnswerOwnerNotChecked, owner, |_| true);
+            owner && r.identity.thread == scope.thread
         }) else {
             return Ok(AnswerOutcome::NotFound);
         };
@@ -409,12 +414,12 @@ impl Store for MemStore {
             )));
         }
         let rows = self.rows();
-        let owner_checked = !mutation::active(Mutant::ListOwnerNotChecked);
         let mut mine: Vec<&TaskRow> = rows
             .values()
             .filter(|r| {
-                (r.identity.owner == scope.owner || !owner_checked)
-                    && r.identity.thread == scope.thread
+                let owner = r.identity.owner == scope.owner;
+                let owner = mutation::substitute(Mutant::ListOwnerNotChecked, owner, |_| true);
+                owner && r.identity.thread == scope.thread
             })
             .collect();
         mine.sort_by(|a, b| {

@@ -3,10 +3,40 @@
 //! Each [`Mutant`] is a one-line deviation from DOMAIN.md, switched on per thread with
 //! [`activate`]. Without the `mutations` cargo feature (every normal build) [`active`] is a
 //! constant `false` and the optimiser removes every planted branch.
+//!
+//! # The house rule: a planted bug replaces one value after the correct code
+//!
+//! The correct code computes its value first; then one line may substitute it:
+//!
+//! ```text
+//! let changed = o.fingerprint.as_ref() != Some(&fp);
+//! let changed = mutation::substitute(Mutant::FingerprintCheckSkipped, changed, |_| true);
+//! ```
+//!
+//! - The one way in is `substitute` (crate-private): it returns the correct value unless its
+//!   planted bug is active. Its closure is a constant, a value the code already holds, or one
+//!   call to a pure function of the crate-private `planted` module (`src/mutation/planted.rs`),
+//!   where every deviation that needs logic lives, with whatever it computes only for the bug.
+//! - A function holds at most two substitutions.
+//! - No substitution adds a match arm, an early return (`return` or `?` only for the bug) or a
+//!   recursive call: the code around it is the correct code, whichever value it is handed.
+//!
+//! `tests/planted_bug_rules.rs` holds every site outside this module to the first two points.
+//! Without the `mutations` feature no closure is ever called, so the correct code is all that
+//! runs, exactly as it would without the switch.
+//!
+//! # Broken row rules under a planted bug
+//!
+//! While a planted bug is active, a row rule ([`crate::invariants`]) that a transition or a
+//! store write leaves broken does not panic: it is recorded in a per-thread log, drained with
+//! [`take_invariant_breaches`], so the simulation can put it into its history.
 
+use crate::invariants::RowRule;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+
+pub(crate) mod planted;
 
 /// A planted bug. The names are the `--mutant` spellings.
 #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
@@ -303,11 +333,14 @@ impl FromStr for Mutant {
 
 #[cfg(feature = "mutations")]
 mod switch {
-    use super::Mutant;
-    use std::cell::Cell;
+    use super::{InvariantBreach, Mutant, MAX_INVARIANT_BREACHES};
+    use crate::invariants::RowRule;
+    use std::cell::{Cell, RefCell};
+    use std::fmt;
 
     thread_local! {
         static ACTIVE: Cell<Option<Mutant>> = const { Cell::new(None) };
+        static BREACHES: RefCell<Vec<InvariantBreach>> = const { RefCell::new(Vec::new()) };
     }
 
     pub fn active(m: Mutant) -> bool {
@@ -320,6 +353,23 @@ mod switch {
 
     pub fn set(m: Option<Mutant>) -> Option<Mutant> {
         ACTIVE.with(|a| a.replace(m))
+    }
+
+    /// Appends the breach of `rule` by `task` unless the log already holds
+    /// [`MAX_INVARIANT_BREACHES`].
+    pub fn record(task: &dyn fmt::Display, rule: RowRule) {
+        BREACHES.with(|log| {
+            let mut log = log.borrow_mut();
+            if log.len() < MAX_INVARIANT_BREACHES {
+                let task = task.to_string();
+                log.push(InvariantBreach { task, rule });
+            }
+        });
+    }
+
+    /// Empties the log, returning what it held.
+    pub fn take() -> Vec<InvariantBreach> {
+        BREACHES.with(|log| std::mem::take(&mut *log.borrow_mut()))
     }
 }
 
@@ -338,6 +388,19 @@ pub fn active(m: Mutant) -> bool {
     }
 }
 
+/// `correct`, or — while planted bug `m` is active on this thread — what `planted` makes of
+/// it: the one way a planted bug enters the code (see the module docs). Without the
+/// `mutations` feature `planted` is never called and the optimiser removes it; `correct` is
+/// always computed, by the caller, before the switch is looked at.
+#[inline(always)]
+pub(crate) fn substitute<T>(m: Mutant, correct: T, planted: impl FnOnce(T) -> T) -> T {
+    if active(m) {
+        planted(correct)
+    } else {
+        correct
+    }
+}
+
 /// The planted bug switched on for this thread, if any.
 pub fn current() -> Option<Mutant> {
     #[cfg(feature = "mutations")]
@@ -350,11 +413,58 @@ pub fn current() -> Option<Mutant> {
     }
 }
 
-/// Switches planted bug `m` on for this thread until the guard drops.
+/// Switches planted bug `m` on for this thread until the guard drops. The thread's log of
+/// broken row rules ([`take_invariant_breaches`]) starts empty: what an earlier activation
+/// left undrained is dropped.
 #[cfg(feature = "mutations")]
 pub fn activate(m: Option<Mutant>) -> ActiveMutant {
+    switch::take();
     ActiveMutant {
         previous: switch::set(m),
+    }
+}
+
+/// The most breaches the per-thread log keeps between two drains: the first ones are kept,
+/// later ones dropped, so a planted bug that breaks a rule on every write cannot grow it
+/// without bound.
+pub const MAX_INVARIANT_BREACHES: usize = 64;
+
+/// A row rule found broken while a planted bug was active ([`crate::invariants`]): the task
+/// and the rule, nothing else (no secret, no row content).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct InvariantBreach {
+    /// The task's id (`?` when the checked outbox held no event naming it).
+    pub task: String,
+    /// The broken rule.
+    pub rule: RowRule,
+}
+
+/// Drains this thread's log of row rules broken while a planted bug was active, in the order
+/// they were found (at most [`MAX_INVARIANT_BREACHES`] since the last drain or
+/// [`activate`]). Always present so callers need no feature gate: without the `mutations`
+/// feature no planted bug is ever active, nothing is recorded, and it returns an empty vector.
+pub fn take_invariant_breaches() -> Vec<InvariantBreach> {
+    #[cfg(feature = "mutations")]
+    {
+        switch::take()
+    }
+    #[cfg(not(feature = "mutations"))]
+    {
+        Vec::new()
+    }
+}
+
+/// Records that `rule` is broken for `task` in this thread's log (see
+/// [`take_invariant_breaches`]). Contract: called only while a planted bug is active; without
+/// the `mutations` feature it does nothing.
+pub(crate) fn record_invariant_breach(task: &dyn fmt::Display, rule: RowRule) {
+    #[cfg(feature = "mutations")]
+    {
+        switch::record(task, rule);
+    }
+    #[cfg(not(feature = "mutations"))]
+    {
+        let _ = (task, rule);
     }
 }
 

@@ -16,7 +16,7 @@
 //! launcher, so both follow one rule.
 
 use crate::ids::RunId;
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 
 /// What a look decided.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -36,14 +36,14 @@ pub fn oldest_wins<K: Ord + Clone>(
     mine: Option<&RunId>,
     listed: &[(K, RunId)],
 ) -> Option<Decision> {
-    if mutation::active(Mutant::LauncherSkipsReconciliation) {
-        if let Some(mine) = mine {
-            return Some(Decision {
-                deliver: mine.clone(),
-                cancel: Vec::new(),
-            });
-        }
-    }
+    let decision = oldest_of(mine, listed);
+    mutation::substitute(Mutant::LauncherSkipsReconciliation, decision, |decision| {
+        planted::own_run_delivers(decision, mine)
+    })
+}
+
+/// [`oldest_wins`] as the rule says it.
+fn oldest_of<K: Ord + Clone>(mine: Option<&RunId>, listed: &[(K, RunId)]) -> Option<Decision> {
     let mut runs: Vec<(K, RunId)> = listed.to_vec();
     runs.sort();
     runs.dedup_by(|a, b| a.1 == b.1);

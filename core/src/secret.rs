@@ -6,8 +6,8 @@
 //! only the driver side and the stores call; the one serialiser of the value is the stores' row
 //! codec, [`crate::row_codec`].
 
-use crate::mutation::{self, Mutant};
-use crate::redaction::{self, MIN_REDACTABLE, PLACEHOLDER};
+use crate::mutation::{self, planted, Mutant};
+use crate::redaction;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -78,22 +78,11 @@ impl RemoteHandle {
     /// the cost).
     pub fn redact(&self, text: &str) -> String {
         let secrets = [self.remote_task_id.expose(), self.driver_data.expose()];
-        if mutation::active(Mutant::RedactionShortestFirst) {
-            return whole_secrets_shortest_first(text, secrets);
-        }
-        redaction::redact(text, &secrets)
+        let redacted = redaction::redact(text, &secrets);
+        mutation::substitute(Mutant::RedactionShortestFirst, redacted, |_| {
+            planted::whole_secrets_shortest_first(text, secrets)
+        })
     }
-}
-
-/// The planted [`Mutant::RedactionShortestFirst`]: whole secrets cut one after the other,
-/// shortest first, none under [`MIN_REDACTABLE`] bytes (the redaction before issue 11 item 7).
-fn whole_secrets_shortest_first(text: &str, mut secrets: [&str; 2]) -> String {
-    secrets.sort_by_key(|s| s.len());
-    let mut out = text.to_owned();
-    for secret in secrets.into_iter().filter(|s| s.len() >= MIN_REDACTABLE) {
-        out = out.replace(secret, PLACEHOLDER);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use tasklatch_core::conformance::support::{claim, poll_once, report, submitted, t};
 use tasklatch_core::event::{Event, Fingerprint};
 use tasklatch_core::ids::RunId;
-use tasklatch_core::invariants::{debug_check_outbox, Invariant};
+use tasklatch_core::invariants::{debug_check_outbox, RowRule};
 use tasklatch_core::lease::{Lease, LeaseKind, LeaseToken};
 use tasklatch_core::mem_store::MemStore;
 use tasklatch_core::policy::{Policy, MAX_STORED_ERROR};
@@ -29,27 +29,27 @@ async fn claimed_row() -> TaskRow {
     c.row
 }
 
-type Breakage = (Invariant, fn(&mut TaskRow));
+type Breakage = (RowRule, fn(&mut TaskRow));
 
 /// One way to break each rule, starting from [`claimed_row`].
 const BREAKAGES: [Breakage; 20] = [
-    (Invariant::NotifiedUpToEvent, |r| {
+    (RowRule::NotifiedUpToEvent, |r| {
         r.outbox.notified_version = 2
     }),
-    (Invariant::DispatchUpToEvent, |r| {
+    (RowRule::DispatchUpToEvent, |r| {
         r.outbox.dispatch_version = 2
     }),
-    (Invariant::EventIffFingerprint, |r| {
+    (RowRule::EventIffFingerprint, |r| {
         r.outbox.fingerprint = None
     }),
-    (Invariant::FingerprintOfEvent, |r| {
+    (RowRule::FingerprintOfEvent, |r| {
         r.outbox.fingerprint = Some(Fingerprint("0".repeat(64)))
     }),
-    (Invariant::WorthSaying, |r| {
+    (RowRule::WorthSaying, |r| {
         let e = r.outbox.event.as_mut().unwrap();
         e.status = RemoteStatus::Working;
     }),
-    (Invariant::EventOfThisTask, |r| {
+    (RowRule::EventOfThisTask, |r| {
         let e = r.outbox.event.take().unwrap();
         let (e, fp) = Event {
             task_id: "b".into(),
@@ -58,49 +58,47 @@ const BREAKAGES: [Breakage; 20] = [
         .fingerprinted();
         (r.outbox.event, r.outbox.fingerprint) = (Some(e), Some(fp));
     }),
-    (Invariant::InFlightFrozen, |r| {
-        r.outbox.dispatch_event = None
-    }),
-    (Invariant::DispatchedHasRun, |r| {
+    (RowRule::InFlightFrozen, |r| r.outbox.dispatch_event = None),
+    (RowRule::DispatchedHasRun, |r| {
         r.outbox.status = NotifyStatus::Dispatched
     }),
-    (Invariant::FrozenUndelivered, |r| {
+    (RowRule::FrozenUndelivered, |r| {
         r.outbox.notified_version = 1
     }),
-    (Invariant::UndeliveredClaimable, |r| {
+    (RowRule::UndeliveredClaimable, |r| {
         r.outbox.status = NotifyStatus::Delivered
     }),
-    (Invariant::NothingEmptyWaits, |r| {
+    (RowRule::NothingEmptyWaits, |r| {
         let o = &mut r.outbox;
         o.status = NotifyStatus::Pending;
         (o.event, o.fingerprint, o.dispatch_event) = (None, None, None);
     }),
-    (Invariant::NotifyLeaseInFlight, |r| {
+    (RowRule::NotifyLeaseInFlight, |r| {
         r.outbox.status = NotifyStatus::Pending
     }),
-    (Invariant::DeadLetterSettled, |r| {
+    (RowRule::DeadLetterSettled, |r| {
         r.outbox.dead_letter = Some((1, DeadLetterReason::Budget))
     }),
-    (Invariant::ErrorBounded, |r| {
+    (RowRule::ErrorBounded, |r| {
         r.outbox.last_error = Some("e".repeat(MAX_STORED_ERROR + 1))
     }),
-    (Invariant::TerminalNotPolled, |r| {
+    (RowRule::TerminalNotPolled, |r| {
         r.remote.status = RemoteStatus::Completed
     }),
-    (Invariant::PollErrorIffErrors, |r| {
+    (RowRule::PollErrorIffErrors, |r| {
         r.poll.consecutive_errors = 1
     }),
-    (Invariant::CancelNeedsRequest, |r| {
+    (RowRule::CancelNeedsRequest, |r| {
         r.cancel.status = CancelStatus::Done
     }),
-    (Invariant::CancelDueIffRequested, |r| {
+    (RowRule::CancelDueIffRequested, |r| {
         r.cancel.requested_at = Some(t(1));
         r.cancel.status = CancelStatus::Requested;
     }),
-    (Invariant::CancelLeaseRequested, |r| {
+    (RowRule::CancelLeaseRequested, |r| {
         r.cancel.lease = r.outbox.lease.clone()
     }),
-    (Invariant::LeaseIsNewestClaim, |r| r.outbox.claims = 7),
+    (RowRule::LeaseIsNewestClaim, |r| r.outbox.claims = 7),
 ];
 
 #[tokio::test]
@@ -127,7 +125,7 @@ async fn the_outbox_rules_need_no_row() {
     o.status = NotifyStatus::Dispatched;
     assert_eq!(o.check_invariants(), Ok(()));
     o.run_id = None;
-    assert_eq!(o.check_invariants(), Err(Invariant::DispatchedHasRun));
+    assert_eq!(o.check_invariants(), Err(RowRule::DispatchedHasRun));
 }
 
 /// A test-only transition with a planted bug: it claims the outbox without freezing a
@@ -196,10 +194,12 @@ async fn the_real_transitions_and_store_writes_check_the_row() {
     );
 }
 
-#[cfg(all(debug_assertions, feature = "mutations"))]
+/// While a planted bug is active the check does not panic: it records the breach (task id and
+/// rule) for the simulation to drain.
+#[cfg(feature = "mutations")]
 #[tokio::test]
-async fn the_check_stands_down_while_a_planted_bug_is_active() {
-    use tasklatch_core::mutation::{activate, Mutant};
+async fn the_check_records_instead_of_panicking_while_a_planted_bug_is_active() {
+    use tasklatch_core::mutation::{activate, take_invariant_breaches, InvariantBreach, Mutant};
     let mut o = pending_outbox().await;
     let lease = Lease {
         owner: "n".into(),
@@ -208,5 +208,11 @@ async fn the_check_stands_down_while_a_planted_bug_is_active() {
     };
     let _on = activate(Some(Mutant::InFlightSnapshotOverwritten));
     claim_without_freezing(&mut o, lease);
-    assert_eq!(o.check_invariants(), Err(Invariant::InFlightFrozen));
+    assert_eq!(o.check_invariants(), Err(RowRule::InFlightFrozen));
+    let recorded = InvariantBreach {
+        task: "a".into(),
+        rule: RowRule::InFlightFrozen,
+    };
+    assert_eq!(take_invariant_breaches(), vec![recorded]);
+    assert_eq!(take_invariant_breaches(), Vec::new());
 }

@@ -35,6 +35,7 @@ mod row;
 mod session;
 mod sql;
 mod store;
+mod template;
 
 pub use backlog::{
     Backlog, BacklogRequest, LoopBacklog, DEAD_LETTER_SERIES, DEFAULT_BACKLOG_CAP,

@@ -1,7 +1,10 @@
 //! Every statement `PgStore` and `PgLedger` run, each a named file under `pg-adapter/sql/`
 //! (River's style): `store/` for the store, `ledger/` for the run ledger. The files are the
-//! statements exactly as Postgres gets them — read and review them there; each starts with what
-//! it does and what its parameters are.
+//! statements as Postgres gets them — read and review them there; each starts with what it does
+//! and what its parameters are. SQL that several statements share is written once and filled in
+//! at compile time (`template.rs`): the whole-row column list (`store/task_columns.sql`, at
+//! `{task_columns}`), and the three loops' lease releases, one statement (`store/release.sql`)
+//! filled in with the loop (`{loop}`) and its rescheduling (`{reschedule}`).
 //!
 //! Claims are one `UPDATE … FROM (SELECT … ORDER BY due, id LIMIT n FOR UPDATE SKIP LOCKED)`.
 //! Guarded writes are one statement per batch:
@@ -26,6 +29,32 @@
 //! `-- guard: lease_expiry`, `-- guard: cancel_requested`): the planted bugs that live in SQL
 //! are these statements with one marker's two lines dropped, derived only with the `mutations`
 //! feature (`planted.rs`).
+
+use crate::template::filled;
+
+/// Every column of `tasks`, in table order: the whole row `decode_task` reads.
+const TASK_COLUMNS: &str = include_str!("../sql/store/task_columns.sql");
+
+/// A statement that returns whole rows: the file at `$path` with [`TASK_COLUMNS`] filled in.
+macro_rules! whole_rows {
+    ($path:literal) => {
+        filled!(include_str!($path), "{task_columns}", TASK_COLUMNS)
+    };
+}
+
+/// The release of one loop's leases, written once for the three loops: `release.sql` with the
+/// loop's rescheduling (the file at `$reschedule`) filled in, then the loop's column prefix
+/// (`$loop`: `poll`, `notify` or `cancel`).
+macro_rules! release {
+    ($loop:literal, $reschedule:literal) => {{
+        const RESCHEDULED: &str = filled!(
+            include_str!("../sql/store/release.sql"),
+            "{reschedule}",
+            include_str!($reschedule)
+        );
+        filled!(RESCHEDULED, "{loop}", $loop)
+    }};
+}
 
 /// The guarded writes: the statements the planted lease-guard bugs change.
 #[derive(Clone, Copy, Debug)]
@@ -52,9 +81,9 @@ pub(crate) const GUARDED_WRITES: GuardedWrites = GuardedWrites {
     finish_notifications: include_str!("../sql/store/finish_notifications.sql"),
     finish_cancels: include_str!("../sql/store/finish_cancels.sql"),
     finish_answers: include_str!("../sql/store/finish_answers.sql"),
-    release_poll: include_str!("../sql/store/release_poll.sql"),
-    release_notify: include_str!("../sql/store/release_notify.sql"),
-    release_cancel: include_str!("../sql/store/release_cancel.sql"),
+    release_poll: release!("poll", "../sql/store/release_reschedule_poll.sql"),
+    release_notify: release!("notify", "../sql/store/release_reschedule_counted.sql"),
+    release_cancel: release!("cancel", "../sql/store/release_reschedule_counted.sql"),
 };
 
 /// The due poll work, in claim order (`EXPLAIN`-able; `$1` now, `$2` limit).
@@ -65,16 +94,16 @@ pub(crate) const NOTIFY_CANDIDATES: &str = include_str!("../sql/store/notify_can
 pub(crate) const CANCEL_CANDIDATES: &str = include_str!("../sql/store/cancel_candidates.sql");
 
 /// Claims poll work.
-pub(crate) const CLAIM_POLL: &str = include_str!("../sql/store/claim_poll.sql");
+pub(crate) const CLAIM_POLL: &str = whole_rows!("../sql/store/claim_poll.sql");
 /// Claims notification work, freezing the snapshot.
-pub(crate) const CLAIM_NOTIFY: &str = include_str!("../sql/store/claim_notify.sql");
+pub(crate) const CLAIM_NOTIFY: &str = whole_rows!("../sql/store/claim_notify.sql");
 /// Claims cancel work.
-pub(crate) const CLAIM_CANCEL: &str = include_str!("../sql/store/claim_cancel.sql");
+pub(crate) const CLAIM_CANCEL: &str = whole_rows!("../sql/store/claim_cancel.sql");
 
 /// Inserts a whole row.
 pub(crate) const INSERT_TASK: &str = include_str!("../sql/store/insert_task.sql");
 /// A submit's row, locked (`$1` id).
-pub(crate) const LOCK_INTENT: &str = include_str!("../sql/store/lock_intent.sql");
+pub(crate) const LOCK_INTENT: &str = whole_rows!("../sql/store/lock_intent.sql");
 /// Whether another row tracks a submit's handle (`$1` id, `$2` owner, `$3` server, `$4` remote id).
 pub(crate) const HANDLE_TRACKED_ELSEWHERE: &str =
     include_str!("../sql/store/handle_tracked_elsewhere.sql");
@@ -94,15 +123,15 @@ pub(crate) const REQUEUE_CANCEL_DEAD_LETTER: &str =
 /// An answer to an input request, in scope.
 pub(crate) const RECORD_ANSWER: &str = include_str!("../sql/store/record_answer.sql");
 /// The caller's tasks in a thread, newest first.
-pub(crate) const LIST_TASKS: &str = include_str!("../sql/store/list_tasks.sql");
+pub(crate) const LIST_TASKS: &str = whole_rows!("../sql/store/list_tasks.sql");
 /// The caller's tasks, most recently updated first, at most a limit.
-pub(crate) const LIST_RECENT_TASKS: &str = include_str!("../sql/store/list_recent_tasks.sql");
+pub(crate) const LIST_RECENT_TASKS: &str = whole_rows!("../sql/store/list_recent_tasks.sql");
 /// Retention: deletes settled, finished rows and their ended runs.
 pub(crate) const PRUNE_FINISHED: &str = include_str!("../sql/store/prune_finished.sql");
 /// One task in scope.
-pub(crate) const GET_TASK: &str = include_str!("../sql/store/get_task.sql");
+pub(crate) const GET_TASK: &str = whole_rows!("../sql/store/get_task.sql");
 /// Rows after an id, in id order (operators).
-pub(crate) const ADMIN_ROWS: &str = include_str!("../sql/store/admin_rows.sql");
+pub(crate) const ADMIN_ROWS: &str = whole_rows!("../sql/store/admin_rows.sql");
 /// Operator counts.
 pub(crate) const OVERVIEW: &str = include_str!("../sql/store/overview.sql");
 /// The database's clock (the skew guard).
@@ -139,7 +168,6 @@ pub(crate) mod ledger {
     pub(crate) const RUNS: &str = include_str!("../sql/ledger/runs.sql");
 }
 
-/// Helpers for the tests that read the statement files.
 /// The session `tasklatch migrate` runs in (`$1` the schema).
 pub(crate) const MIGRATION_SESSION: &str = include_str!("../sql/admin/migration_session.sql");
 /// Whether a schema holds a migration history (`$1` the schema).
@@ -149,6 +177,7 @@ pub(crate) const MIGRATION_HISTORIES: &str = include_str!("../sql/admin/migratio
 /// Whether one history records a migration (`HISTORY` replaced by the quoted table name).
 pub(crate) const HISTORY_RECORDS: &str = include_str!("../sql/admin/history_records.sql");
 
+/// Helpers for the tests that read the statement files.
 #[cfg(test)]
 pub(crate) mod text {
     /// The statement without its comment lines, its whitespace collapsed to single spaces.
@@ -165,75 +194,6 @@ pub(crate) mod text {
 mod tests {
     use super::text::normalised;
     use super::*;
-
-    /// Every column of `tasks`, in table order: the row `decode_task` reads.
-    const TASK_COLUMNS: [&str; 65] = [
-        "id",
-        "owner",
-        "thread",
-        "server",
-        "name",
-        "remote_task_id",
-        "driver_data",
-        "created_at",
-        "remote_status",
-        "remote_result",
-        "remote_result_truncated",
-        "remote_artifact",
-        "remote_error",
-        "remote_input_request",
-        "remote_updated_at",
-        "remote_observed_at",
-        "poll_next_at",
-        "poll_consecutive_errors",
-        "poll_error_class",
-        "poll_error_message",
-        "poll_lease_owner",
-        "poll_lease_token",
-        "poll_lease_expires_at",
-        "poll_claims",
-        "event_version",
-        "notified_version",
-        "fingerprint",
-        "event",
-        "notify_status",
-        "notify_due_at",
-        "notify_lease_owner",
-        "notify_lease_token",
-        "notify_lease_expires_at",
-        "notify_claims",
-        "dispatch_version",
-        "dispatch_event",
-        "dispatch_attempt",
-        "run_id",
-        "notify_failures",
-        "busy_count",
-        "notify_last_error",
-        "dead_letter_version",
-        "dead_letter_reason",
-        "cancel_requested_at",
-        "cancel_status",
-        "cancel_due_at",
-        "cancel_lease_owner",
-        "cancel_lease_token",
-        "cancel_lease_expires_at",
-        "cancel_claims",
-        "cancel_failures",
-        "cancel_last_error",
-        "answer_request_id",
-        "answer_text",
-        "answer_status",
-        "answer_recorded_at",
-        "answer_attempt_token",
-        "answer_error",
-        "launched_at",
-        "answer_answered_ids",
-        "notify_settled_at",
-        "notify_unavailable_since",
-        "notify_outages",
-        "cancel_unavailable_since",
-        "cancel_outages",
-    ];
 
     fn all_statements() -> Vec<&'static str> {
         let g = GUARDED_WRITES;
@@ -258,6 +218,7 @@ mod tests {
             REQUEST_CANCEL,
             REQUEUE_DEAD_LETTER,
             LIST_TASKS,
+            LIST_RECENT_TASKS,
             GET_TASK,
             ADMIN_ROWS,
             OVERVIEW,
@@ -320,12 +281,15 @@ mod tests {
 
     #[test]
     fn whole_row_statements_name_every_column_in_table_order() {
-        let columns = TASK_COLUMNS.join(", ");
+        // That `task_columns.sql` is every column in table order is checked against the
+        // migrated table (tests/task_columns.rs).
+        let columns = normalised(TASK_COLUMNS);
         for sql in [
             CLAIM_POLL,
             CLAIM_NOTIFY,
             CLAIM_CANCEL,
             LIST_TASKS,
+            LIST_RECENT_TASKS,
             GET_TASK,
             LOCK_INTENT,
             ADMIN_ROWS,
@@ -337,8 +301,8 @@ mod tests {
         }
         // A new task has no answer: the insert names every column but the answer ones, which
         // take their defaults (migration 0006).
-        let inserted: Vec<&str> = TASK_COLUMNS
-            .into_iter()
+        let inserted: Vec<&str> = columns
+            .split(", ")
             .filter(|c| !c.starts_with("answer_"))
             .collect();
         let values: Vec<String> = (1..=inserted.len()).map(|n| format!("${n}")).collect();
@@ -361,6 +325,15 @@ mod tests {
             assert!(!last.trim_start().starts_with("--"), "{sql}");
             assert!(!normalised(sql).contains(';'), "{sql}");
             assert!(!normalised(sql).is_empty());
+        }
+    }
+
+    #[test]
+    fn every_template_hole_is_filled() {
+        // `filled!` fails the build when a hole is missing from its template, not when a
+        // template holds a hole nothing fills: Postgres would reject the statement.
+        for sql in all_statements() {
+            assert!(!normalised(sql).contains('{'), "{sql}");
         }
     }
 

@@ -4,7 +4,9 @@
 use crate::backend::Backend;
 use crate::checker::{Counts, Violation};
 use crate::coverage;
+use crate::coverage::Feature;
 use crate::generate::{generate, Knobs};
+use crate::history::Event;
 use crate::plan::Plan;
 use crate::timing::sim_policy;
 use crate::world::{run, RunOptions, RunOutcome};
@@ -80,9 +82,13 @@ pub struct SeedResult {
     /// Wall time.
     pub wall: Duration,
     /// Fault kinds and features that took effect.
-    pub fired: Vec<String>,
+    pub fired: Vec<Feature>,
     /// The checker's counts for the run (delivered, lost, fenced writes refused, …).
     pub counts: Counts,
+    /// History index of the first row rule the engine's own check found broken (only while a
+    /// planted bug is active).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_rule_broken: Option<usize>,
 }
 
 /// Progress so far.
@@ -113,12 +119,12 @@ impl CampaignReport {
         self.results.iter().filter(|r| r.violation.is_some())
     }
 
-    /// Seeds per fault kind or feature that took effect.
-    pub fn coverage(&self) -> BTreeMap<String, u64> {
-        let mut counts = BTreeMap::new();
+    /// Seeds per coverage mark, every mark of [`Feature::ALL`] included (zeros too).
+    pub fn coverage(&self) -> BTreeMap<Feature, u64> {
+        let mut counts: BTreeMap<Feature, u64> = Feature::ALL.iter().map(|f| (*f, 0)).collect();
         for r in &self.results {
             for k in &r.fired {
-                *counts.entry(k.clone()).or_insert(0) += 1;
+                *counts.entry(*k).or_insert(0) += 1;
             }
         }
         counts
@@ -162,6 +168,10 @@ fn run_seed(
         wall: out.wall,
         fired: coverage::fired(&plan, &out.entries).into_iter().collect(),
         counts: out.verdict.counts.clone(),
+        row_rule_broken: out
+            .entries
+            .iter()
+            .position(|e| matches!(e.event, Event::RowRuleBroken { .. })),
     })
 }
 

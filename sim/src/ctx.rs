@@ -1,6 +1,7 @@
 //! What every host of one run shares: the plan, the history, the timings, and which faults
 //! have fired. Hosts read faults from the plan by simulated time; nothing here is random.
 
+use crate::coverage::Feature;
 use crate::fault::{Fault, FaultKind};
 use crate::history::{Event, History};
 use crate::plan::Plan;
@@ -26,7 +27,7 @@ pub struct Ctx {
     /// Client call deadlines.
     pub timeouts: Timeouts,
     fired: Mutex<BTreeSet<usize>>,
-    exercised: Mutex<BTreeSet<(String, Option<String>)>>,
+    exercised: Mutex<BTreeSet<(Feature, Option<String>)>>,
     user_done: AtomicBool,
     clock_steps: Mutex<Vec<ClockStep>>,
 }
@@ -100,20 +101,14 @@ impl Ctx {
     }
 
     /// Records, once per (kind, task), that a workload feature took effect.
-    pub fn exercised(&self, what: &str, host: &str, task: Option<String>) {
+    pub fn exercised(&self, what: Feature, host: &str, task: Option<String>) {
         let first = self
             .exercised
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert((what.to_owned(), task.clone()));
+            .insert((what, task.clone()));
         if first {
-            self.history.record(
-                host,
-                task,
-                Event::Exercised {
-                    what: what.to_owned(),
-                },
-            );
+            self.history.record(host, task, Event::Exercised { what });
         }
     }
 

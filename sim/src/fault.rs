@@ -6,6 +6,7 @@
 //! this file, `generate.rs` (drawing it from a seed) and the one host or world module that
 //! makes it happen (see the README, "Adding a fault kind").
 
+use crate::coverage::Feature;
 use crate::naming::worker_host;
 use crate::timing::LEASE_MS;
 use serde::{Deserialize, Serialize};
@@ -275,44 +276,58 @@ impl Fault {
     }
 
     /// The fault's coverage name (`worker_crash_restart`, `partition_worker_db`, …).
-    pub fn name(&self) -> String {
-        let svc = |s: &Service| s.host();
+    pub fn name(&self) -> &'static str {
+        self.feature().name()
+    }
+
+    /// The fault's coverage mark.
+    pub fn feature(&self) -> Feature {
         match &self.kind {
-            FaultKind::Crash { .. } => "worker_crash_restart".into(),
-            FaultKind::GracefulStop { .. } => "worker_graceful_stop".into(),
-            FaultKind::RemoteRestart => "remote_restart_forgets".into(),
-            FaultKind::Pause { .. } if self.for_ms > LEASE_MS => "worker_pause_past_lease".into(),
-            FaultKind::Pause { .. } => "worker_stall_within_lease".into(),
-            FaultKind::Partition { service, .. } => format!("partition_worker_{}", svc(service)),
-            FaultKind::Hold { service, .. } => format!("hold_worker_{}", svc(service)),
-            FaultKind::LoseReplies { service, .. } => {
-                format!("reply_lost_after_commit_{}", svc(service))
-            }
-            FaultKind::Latency { .. } => "latency_spike".into(),
-            FaultKind::Skew { .. } => "clock_skew".into(),
-            FaultKind::PauseAfterAnswer { .. } => "worker_pause_after_answer".into(),
-            FaultKind::StepAtNews { .. } => "worker_clock_step_at_news".into(),
-            FaultKind::GatewayBusy => "launcher_409_window".into(),
+            FaultKind::Crash { .. } => Feature::WorkerCrashRestart,
+            FaultKind::GracefulStop { .. } => Feature::WorkerGracefulStop,
+            FaultKind::RemoteRestart => Feature::RemoteRestartForgets,
+            FaultKind::Pause { .. } if self.for_ms > LEASE_MS => Feature::WorkerPausePastLease,
+            FaultKind::Pause { .. } => Feature::WorkerStallWithinLease,
+            FaultKind::Partition { service, .. } => match service {
+                Service::Db => Feature::PartitionWorkerDb,
+                Service::Mcp => Feature::PartitionWorkerMcp,
+                Service::Gateway => Feature::PartitionWorkerGateway,
+            },
+            FaultKind::Hold { service, .. } => match service {
+                Service::Db => Feature::HoldWorkerDb,
+                Service::Mcp => Feature::HoldWorkerMcp,
+                Service::Gateway => Feature::HoldWorkerGateway,
+            },
+            FaultKind::LoseReplies { service, .. } => match service {
+                Service::Db => Feature::ReplyLostAfterCommitDb,
+                Service::Mcp => Feature::ReplyLostAfterCommitMcp,
+                Service::Gateway => Feature::ReplyLostAfterCommitGateway,
+            },
+            FaultKind::Latency { .. } => Feature::LatencySpike,
+            FaultKind::Skew { .. } => Feature::ClockSkew,
+            FaultKind::PauseAfterAnswer { .. } => Feature::WorkerPauseAfterAnswer,
+            FaultKind::StepAtNews { .. } => Feature::WorkerClockStepAtNews,
+            FaultKind::GatewayBusy => Feature::Launcher409Window,
             FaultKind::GatewayErrors {
                 after_commit: false,
-            } => "launcher_transient_error".into(),
-            FaultKind::GatewayErrors { after_commit: true } => "launcher_error_after_commit".into(),
-            FaultKind::LookupErrors => "launcher_lookup_error".into(),
-            FaultKind::LostRuns => "run_missing".into(),
-            FaultKind::SlowRuns { .. } => "run_slow".into(),
-            FaultKind::StuckRuns => "run_stuck".into(),
-            FaultKind::DoomedVersion { .. } => "run_version_doomed".into(),
+            } => Feature::LauncherTransientError,
+            FaultKind::GatewayErrors { after_commit: true } => Feature::LauncherErrorAfterCommit,
+            FaultKind::LookupErrors => Feature::LauncherLookupError,
+            FaultKind::LostRuns => Feature::RunMissing,
+            FaultKind::SlowRuns { .. } => Feature::RunSlow,
+            FaultKind::StuckRuns => Feature::RunStuck,
+            FaultKind::DoomedVersion { .. } => Feature::RunVersionDoomed,
             FaultKind::BadRuns { end } => match end {
-                BadEnd::Error => "run_failed".into(),
-                BadEnd::Timeout => "run_timed_out".into(),
-                BadEnd::Interrupted => "run_interrupted".into(),
+                BadEnd::Error => Feature::RunFailed,
+                BadEnd::Timeout => Feature::RunTimedOut,
+                BadEnd::Interrupted => Feature::RunInterrupted,
             },
-            FaultKind::RemoteErrors => "remote_transient_error".into(),
-            FaultKind::RemoteDown { .. } => "remote_task_down".into(),
-            FaultKind::RefuseInserts => "store_insert_refused".into(),
-            FaultKind::StubbornRuns { .. } => "run_ignores_interrupt".into(),
-            FaultKind::StoreDown => "store_down".into(),
-            FaultKind::SlowRemote { .. } => "remote_slow".into(),
+            FaultKind::RemoteErrors => Feature::RemoteTransientError,
+            FaultKind::RemoteDown { .. } => Feature::RemoteTaskDown,
+            FaultKind::RefuseInserts => Feature::StoreInsertRefused,
+            FaultKind::StubbornRuns { .. } => Feature::RunIgnoresInterrupt,
+            FaultKind::StoreDown => Feature::StoreDown,
+            FaultKind::SlowRemote { .. } => Feature::RemoteSlow,
         }
     }
 }

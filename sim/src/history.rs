@@ -7,8 +7,10 @@
 //! Each entry is one JSON line of the trace (`--trace`); the history hash is the sha256 of
 //! those lines, so a trace file can be checked against a printed hash.
 
+use crate::coverage::Feature;
 use crate::naming::task_label;
 use crate::wire::mcp::McpAnswer;
+use crate::write_action::WriteAction;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -76,7 +78,7 @@ pub struct RowWrite {
     /// The time the guard was checked against (completion time for polls, `now` otherwise).
     pub at_us: i64,
     /// The write's action.
-    pub action: String,
+    pub action: WriteAction,
     /// Accepted: versions and status after the write. Refused: why.
     pub outcome: Result<(u64, u64, NotifyStatus), Refusal>,
 }
@@ -106,6 +108,12 @@ pub enum Event {
         /// Name.
         name: String,
     },
+    /// A rule of the task row, checked in the engine's code, was found broken while a planted
+    /// bug was active (never recorded otherwise: without one a broken rule is a panic).
+    RowRuleBroken {
+        /// The rule (`core::invariants::Invariant`'s name).
+        rule: String,
+    },
     /// A planned fault took effect for the first time.
     FaultFired {
         /// Index in the plan's fault list.
@@ -124,7 +132,7 @@ pub enum Event {
     /// A feature of the workload took effect (hostile content served, a flap, a quirk…).
     Exercised {
         /// Coverage kind.
-        what: String,
+        what: Feature,
     },
     /// The gateway created a thread.
     ThreadCreated {

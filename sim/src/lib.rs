@@ -39,3 +39,4 @@ pub mod timing;
 pub mod trace;
 pub mod wire;
 pub mod world;
+pub mod write_action;

@@ -33,19 +33,32 @@ pub fn selection(only: Option<Mutant>, postgres: bool) -> Vec<Mutant> {
 /// The table's header line.
 pub fn header() -> String {
     format!(
-        "{:<38} {:<7} {:<12} invariant",
-        "mutant", "caught", "first seed"
+        "{:<38} {:<7} {:<12} {:<18} seen first by",
+        "mutant", "caught", "first seed", "invariant"
     )
 }
 
-/// The row of mutant `m` after its campaign, and whether the campaign caught it.
+/// The row of mutant `m` after its campaign, and whether the campaign caught it. "Seen first
+/// by" compares, in the first failing seed's history, the checker's first violation with the
+/// first row rule the engine's own check found broken.
 pub fn row(m: Mutant, report: &CampaignReport) -> (String, bool) {
     let first = report.failures().next();
-    match first.and_then(|f| f.violation.as_ref().map(|v| (f.seed, v))) {
-        Some((seed, v)) => (
-            format!("{:<38} {:<7} {:<12} {}", m.name(), "yes", seed, v.invariant),
-            true,
-        ),
+    match first.and_then(|f| f.violation.as_ref().map(|v| (f, v))) {
+        Some((f, v)) => {
+            let seen_by = match (f.row_rule_broken, v.entry) {
+                (Some(rule), Some(entry)) if rule <= entry => "row rule in the code",
+                (Some(_), None) => "row rule in the code",
+                _ => "checker",
+            };
+            let invariant = v.invariant.to_string();
+            let row = format!(
+                "{:<38} {:<7} {:<12} {invariant:<18} {seen_by}",
+                m.name(),
+                "yes",
+                f.seed
+            );
+            (row, true)
+        }
         None => (format!("{:<38} {:<7} {:<12} -", m.name(), "NO", "-"), false),
     }
 }

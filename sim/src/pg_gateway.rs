@@ -30,6 +30,28 @@ pub struct PgGateway {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// A fresh database, its store and ledger, and the one-connection pool they use.
+async fn set_up(
+    policy: Policy,
+    mutant: Option<Mutant>,
+) -> Result<(TestDb, PgStore, PgLedger, PgPool), String> {
+    let db = TestDb::try_create().await.map_err(|e| e.to_string())?;
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute("SET synchronous_commit = off")
+                    .await
+                    .map(|_| ())
+            })
+        })
+        .connect(db.url())
+        .await
+        .map_err(|e| format!("cannot connect to the simulation database: {e}"))?;
+    let (store, ledger) = open(&pool, policy, mutant).await?;
+    Ok((db, store, ledger, pool))
+}
+
 impl PgGateway {
     /// Creates a fresh database (see `tasklatch_pg::harness` for where) and starts the thread.
     pub fn start(policy: Policy, mutant: Option<Mutant>) -> Result<PgGateway, String> {
@@ -51,26 +73,7 @@ impl PgGateway {
                     }
                 };
                 rt.block_on(async move {
-                    let setup = async {
-                        let db = TestDb::try_create().await.map_err(|e| e.to_string())?;
-                        let pool = PgPoolOptions::new()
-                            .max_connections(1)
-                            .after_connect(|conn, _| {
-                                Box::pin(async move {
-                                    conn.execute("SET synchronous_commit = off")
-                                        .await
-                                        .map(|_| ())
-                                })
-                            })
-                            .connect(db.url())
-                            .await
-                            .map_err(|e| {
-                                format!("cannot connect to the simulation database: {e}")
-                            })?;
-                        let (store, ledger) = open(&pool, policy, mutant).await?;
-                        Ok::<_, String>((db, store, ledger, pool))
-                    };
-                    let (db, store, ledger, pool) = match setup.await {
+                    let (db, store, ledger, pool) = match set_up(policy, mutant).await {
                         Ok(parts) => {
                             let _ = ready_tx.send(Ok(()));
                             parts

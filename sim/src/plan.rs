@@ -387,6 +387,20 @@ impl Plan {
                 }
             }
         }
+        self.check_user()?;
+        for (i, f) in self.faults.iter().enumerate() {
+            f.kind
+                .check(self.workers, self.lanes)
+                .map_err(|(field, problem)| {
+                    format!("field `faults[{i}].kind.{field}`: {problem}")
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Checks the user actions: before the chaos phase ends, about tasks of the plan, foreign
+    /// answers by another owner.
+    fn check_user(&self) -> Result<(), String> {
         for (i, a) in self.user.iter().enumerate() {
             if a.at_ms() >= self.chaos_ms {
                 return Err(format!("field `user[{i}].at_ms`: must be before chaos_ms"));
@@ -412,13 +426,6 @@ impl Plan {
                     ));
                 }
             }
-        }
-        for (i, f) in self.faults.iter().enumerate() {
-            f.kind
-                .check(self.workers, self.lanes)
-                .map_err(|(field, problem)| {
-                    format!("field `faults[{i}].kind.{field}`: {problem}")
-                })?;
         }
         Ok(())
     }

@@ -15,11 +15,15 @@ use std::path::Path;
 pub fn console(report: &CampaignReport, replay: &ReplayCommand) -> Vec<String> {
     let n = report.results.len();
     let wall = report.wall.as_secs_f64().max(1e-9);
-    let mut lines = vec!["fault and feature coverage (seeds where it took effect):".to_owned()];
+    let mut lines = vec![
+        "fault and feature coverage (seeds where it took effect; every mark, zeros included):"
+            .to_owned(),
+    ];
     for (kind, count) in report.coverage() {
         lines.push(format!(
-            "  {kind:<36} {count:>6}  {:>5.1}%",
-            100.0 * count as f64 / n.max(1) as f64
+            "  {kind:<36} {count:>6}  {:>5.1}%{}",
+            100.0 * count as f64 / n.max(1) as f64,
+            if kind.rare() { "  (rare)" } else { "" }
         ));
     }
     lines.push(format!(
@@ -123,12 +127,13 @@ pub fn markdown(report: &CampaignReport, commands: &[String], replay: &ReplayCom
         }
         let _ = writeln!(md);
     }
-    let _ = writeln!(md, "## Fault and feature coverage\n\nSeeds in which each fault kind or workload feature took effect.\n\n| kind | seeds | share |\n|---|---|---|");
+    let _ = writeln!(md, "## Fault and feature coverage\n\nSeeds in which each fault kind or workload feature took effect; every mark is listed, zeros included. A rare mark may be missed by seeds 0..200.\n\n| kind | seeds | share | rare |\n|---|---|---|---|");
     for (kind, count) in report.coverage() {
         let _ = writeln!(
             md,
-            "| {kind} | {count} | {:.1}% |",
-            100.0 * count as f64 / n.max(1) as f64
+            "| {kind} | {count} | {:.1}% | {} |",
+            100.0 * count as f64 / n.max(1) as f64,
+            if kind.rare() { "yes" } else { "" }
         );
     }
     md

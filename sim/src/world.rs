@@ -218,6 +218,19 @@ fn drive(sim: &mut turmoil::Sim<'_>, ctx: &Ctx, services: &Services<'_>, opts: &
         if let Err(e) = sim.step() {
             return End::Stopped(format!("the simulation stopped: {e}"));
         }
+        record_row_rules_broken(ctx);
+    }
+}
+
+/// Moves the row rules the engine found broken during the last step (only while a planted bug
+/// is active) into the history, so the mutant table can tell which saw the bug first: the
+/// in-code rule or the checker.
+fn record_row_rules_broken(ctx: &Ctx) {
+    for breach in tasklatch_core::mutation::take_invariant_breaches() {
+        let task = ctx.history.label_of(&breach.task);
+        let rule = format!("{:?}", breach.rule);
+        ctx.history
+            .record("engine", task, Event::RowRuleBroken { rule });
     }
 }
 

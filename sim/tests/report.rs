@@ -331,7 +331,7 @@ fn hostile_history_text_is_escaped() {
         host: format!("worker-{hostile}"),
         task: Some(format!("task-{hostile}")),
         event: Event::Exercised {
-            what: hostile.into(),
+            what: tasklatch_sim::coverage::Feature::HostileTaskName,
         },
     });
     let index = out.entries.len() - 2;

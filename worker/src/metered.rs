@@ -224,7 +224,6 @@ impl<S> Metered<S> {
     }
 }
 
-/// An error text as logged: bounded like an error shown to a user.
 /// The kind of an answer outcome, for logs (never its error text, which could quote the server).
 fn answer_kind(a: &AnswerAction) -> &'static str {
     match a {
@@ -235,6 +234,7 @@ fn answer_kind(a: &AnswerAction) -> &'static str {
     }
 }
 
+/// An error text as logged: bounded like an error shown to a user.
 fn shown(text: &str) -> String {
     bounded(text, MAX_SHOWN_ERROR)
 }

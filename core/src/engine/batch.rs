@@ -106,8 +106,11 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let margin = self.policy.min_lease_left;
         !self.shutting_down()
             && self.clock.now().plus(margin) < lease.expires_at
-            && (deadline.leaves(&self.clock, margin)
-                || mutation::active(Mutant::LeaseCheckWallClockOnly))
+            && mutation::substitute(
+                Mutant::LeaseCheckWallClockOnly,
+                deadline.leaves(&self.clock, margin),
+                |_| true,
+            )
     }
 
     /// A release of `lease` due after the release backoff, or at once when shutting down.

@@ -10,7 +10,7 @@
 //! keeps no clock is not checked.
 
 use super::Engine;
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::ports::{Clock, Driver, Launcher};
 use crate::store::Store;
 use crate::time::{micros_of, Timestamp};
@@ -80,10 +80,8 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
     /// `max_clock_skew`. Logs a warning when claims are refused.
     pub(super) async fn check_clock(&self) -> ClockCheck {
         let check = measure(&self.store, &self.clock, self.policy.max_clock_skew).await;
+        let check = mutation::substitute(Mutant::SkewGuardOff, check, planted::skew_ignored);
         match check {
-            ClockCheck::Refused(skew) if mutation::active(Mutant::SkewGuardOff) => {
-                ClockCheck::Within(skew)
-            }
             ClockCheck::Refused(skew) => {
                 tracing::warn!(
                     skew_ms = skew,

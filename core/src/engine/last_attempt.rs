@@ -34,8 +34,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .servers
             .run_succeeded_at()
             .is_some_and(|succeeded| succeeded > failed_at);
-        o.failures == FAILURE_BUDGET
-            && healthy_since
-            && !mutation::active(Mutant::LastAttemptSkipped)
+        let due = o.failures == FAILURE_BUDGET && healthy_since;
+        mutation::substitute(Mutant::LastAttemptSkipped, due, |_| false)
     }
 }

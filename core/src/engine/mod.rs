@@ -31,6 +31,9 @@ pub use clock_check::{measure, skew_ms, ClockCheck};
 pub use owed::{SubmitsSettled, CANCEL_ATTEMPTS};
 pub use recovery::{OutageMemory, RECOVERY_SPACING};
 pub use submit::{SubmitCommand, SubmitError, WRITE_ATTEMPTS};
+// For the planted bugs' pure deviations (crate::mutation::planted).
+pub(crate) use owed::Owed;
+pub(crate) use submit::HandleWrite;
 
 use crate::ids::WorkerId;
 use crate::lease::LeaseKind;

@@ -6,7 +6,7 @@ use super::{ClockVerdict, Engine, LocalDeadline, LoopReport};
 use crate::event::Event;
 use crate::ids::{RunId, TaskId};
 use crate::lease::LeaseKind;
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::policy::FAILURE_BUDGET;
 use crate::ports::{Clock, Driver, LaunchOutcome, Launcher, RunRequest, RunStatus};
 use crate::status::NotifyStatus;
@@ -34,7 +34,8 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .claim(LeaseKind::Notify, self.policy.notify_lease, &mut report)
             .await;
         let refused = clock == ClockVerdict::Refused;
-        if refused && !mutation::active(Mutant::HandOffIgnoresClockRefusal) {
+        let refused = mutation::substitute(Mutant::HandOffIgnoresClockRefusal, refused, |_| false);
+        if refused {
             // The rows the poll write handed off are under this worker's leases, but its clock
             // may not be trusted to keep inside them: they are given back, uncounted.
             let releases = handed_off
@@ -87,64 +88,78 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             tracing::info!(task = %c.row.id(), version = o.dispatch_version, failures = o.failures, "failure budget spent, but a run has succeeded since the last failed one: one last attempt");
         }
         let budget_spent = o.failures >= FAILURE_BUDGET && !last_attempt;
-        let late_budget_check = mutation::active(Mutant::BudgetCheckedAfterLaunch);
-        if budget_spent && !late_budget_check {
+        let spent_before =
+            mutation::substitute(Mutant::BudgetCheckedAfterLaunch, budget_spent, |_| false);
+        if spent_before {
             log_failure(c.row.id(), o, &NotifyAction::BudgetExhausted);
             return write(NotifyAction::BudgetExhausted);
         }
         if !self.may_call_out(&c.lease, deadline) {
             return NotifyStep::Release(self.release_of(c.row.id(), &c.lease, None));
         }
-        let action = if o.status == NotifyStatus::Dispatched {
-            let Some(run) = &o.run_id else {
-                return NotifyStep::Release(self.release_of(
-                    c.row.id(),
-                    &c.lease,
-                    Some("dispatched without a run id".into()),
-                ));
-            };
-            match self.launcher.run_status(&c.row.identity.thread, run).await {
-                Ok(going @ (RunStatus::Pending | RunStatus::Running)) => {
-                    self.still_going(&c, deadline, run, going).await
-                }
-                Ok(RunStatus::Success) => NotifyAction::RunSucceeded,
-                Ok(failed) => {
-                    NotifyAction::RunFailed(format!("run {run} ended: {}", failed.as_str()))
-                }
-                Err(e) => NotifyAction::LookupUnavailable(e),
-            }
-        } else {
-            let Some(event) = &o.dispatch_event else {
-                return NotifyStep::Release(self.release_of(
-                    c.row.id(),
-                    &c.lease,
-                    Some("claimed without a frozen snapshot".into()),
-                ));
-            };
-            // A run an earlier attempt interrupted is looked at before anything is launched.
-            let interrupted = o.run_id.clone();
-            let interrupted =
-                interrupted.filter(|_| !mutation::active(Mutant::InterruptedRunForgotten));
-            let settled = match &interrupted {
-                Some(run) => self.interrupted_run(&c, deadline, run).await,
-                None => None,
-            };
-            match settled {
-                Some(action) => action,
-                None if !self.may_call_out(&c.lease, deadline) => {
-                    return NotifyStep::Release(self.release_of(c.row.id(), &c.lease, None));
-                }
-                None => self.launch(&c, deadline, event).await,
-            }
+        let action = match self.step(&c, deadline).await {
+            Ok(action) => action,
+            Err(release) => return NotifyStep::Release(release),
         };
-        if budget_spent {
-            return write(NotifyAction::BudgetExhausted);
-        }
+        let action = mutation::substitute(Mutant::BudgetCheckedAfterLaunch, action, |action| {
+            planted::budget_checked_late(action, budget_spent)
+        });
         if action == NotifyAction::RunSucceeded {
             self.saw_run_success();
         }
         log_failure(c.row.id(), o, &action);
         write(action)
+    }
+
+    /// The step of claim `c` whose budget allows one: a look at the run already dispatched, or
+    /// a launch for the frozen snapshot (after a look at a run an earlier attempt interrupted).
+    /// `Err` is the release of a claim that cannot step (its row lacks what the step needs, or
+    /// too little of its lease is left for the launch).
+    async fn step(&self, c: &Claimed, deadline: LocalDeadline) -> Result<NotifyAction, Release> {
+        let o = &c.row.outbox;
+        if o.status == NotifyStatus::Dispatched {
+            let Some(run) = &o.run_id else {
+                let error = Some("dispatched without a run id".into());
+                return Err(self.release_of(c.row.id(), &c.lease, error));
+            };
+            return Ok(self.dispatched_run(c, deadline, run).await);
+        }
+        let Some(event) = &o.dispatch_event else {
+            let error = Some("claimed without a frozen snapshot".into());
+            return Err(self.release_of(c.row.id(), &c.lease, error));
+        };
+        // A run an earlier attempt interrupted is looked at before anything is launched.
+        let interrupted = o.run_id.clone();
+        let interrupted =
+            mutation::substitute(Mutant::InterruptedRunForgotten, interrupted, |_| None);
+        let settled = match &interrupted {
+            Some(run) => self.interrupted_run(c, deadline, run).await,
+            None => None,
+        };
+        match settled {
+            Some(action) => Ok(action),
+            None if !self.may_call_out(&c.lease, deadline) => {
+                Err(self.release_of(c.row.id(), &c.lease, None))
+            }
+            None => Ok(self.launch(c, deadline, event).await),
+        }
+    }
+
+    /// A look at the run `run` dispatched for claim `c`.
+    async fn dispatched_run(
+        &self,
+        c: &Claimed,
+        deadline: LocalDeadline,
+        run: &RunId,
+    ) -> NotifyAction {
+        match self.launcher.run_status(&c.row.identity.thread, run).await {
+            Ok(going @ (RunStatus::Pending | RunStatus::Running)) => {
+                self.still_going(c, deadline, run, going).await
+            }
+            Ok(RunStatus::Success) => NotifyAction::RunSucceeded,
+            Ok(failed) => NotifyAction::RunFailed(format!("run {run} ended: {}", failed.as_str())),
+            Err(e) => NotifyAction::LookupUnavailable(e),
+        }
     }
 
     /// Launches a run for the frozen snapshot `event` of claim `c` and waits a bounded while
@@ -205,7 +220,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             return NotifyAction::RunPending;
         };
         let age = self.clock.now().since(launched_at);
-        if age < self.policy.max_run_life || mutation::active(Mutant::StuckRunAwaited) {
+        let young = age < self.policy.max_run_life;
+        let young = mutation::substitute(Mutant::StuckRunAwaited, young, |_| true);
+        if young {
             return NotifyAction::RunPending;
         }
         // The lookup took a call of its own: the interrupt is a second one, and needs the margin

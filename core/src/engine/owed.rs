@@ -12,7 +12,7 @@
 
 use super::Engine;
 use crate::ids::{ServerId, TaskId};
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::policy::{Policy, MAX_PENDING_SUBMITS, SUBMIT_RETRY_BASE, SUBMIT_RETRY_CAP};
 use crate::ports::{Clock, Driver, Launcher};
 use crate::secret::RemoteHandle;
@@ -24,7 +24,7 @@ use crate::time::Timestamp;
 pub const CANCEL_ATTEMPTS: u32 = 3;
 
 /// One thing a submit owes.
-pub(super) enum Owed {
+pub(crate) enum Owed {
     /// The remote task started; its handle (with the first report: the row as
     /// [`crate::transitions::submit::new_row`] builds it) is not recorded yet.
     Handle(Box<TaskRow>),
@@ -151,7 +151,9 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                     .await
             }
         };
-        let retry = planted_forgotten(retry, p.attempts);
+        let retry = mutation::substitute(Mutant::OwedHandleGivenUp, retry, |retry| {
+            planted::handle_given_up(retry, p.attempts)
+        });
         let Some(owed) = retry else { return };
         tracing::debug!(task = %p.task, owed = kind, attempts = p.attempts, "still owed; retried later");
         let due_at = self.clock.now().plus(retry_delay(p.attempts));
@@ -252,17 +254,5 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
                 None
             }
         }
-    }
-}
-
-/// `owed`, or — under the planted [`Mutant::OwedHandleGivenUp`] — nothing once a handle has been
-/// tried [`CANCEL_ATTEMPTS`] times: the acknowledged submit is forgotten when a store outage
-/// outlasts a few seconds, as before DOMAIN §7's rule.
-fn planted_forgotten(owed: Option<Owed>, attempts: u32) -> Option<Owed> {
-    let forgotten = matches!(owed, Some(Owed::Handle(_))) && attempts >= CANCEL_ATTEMPTS;
-    if forgotten && mutation::active(Mutant::OwedHandleGivenUp) {
-        None
-    } else {
-        owed
     }
 }

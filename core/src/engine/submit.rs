@@ -22,7 +22,7 @@ use super::owed::Owed;
 use super::Engine;
 use crate::identity::Identity;
 use crate::ids::{IdSource, ServerId, TaskId};
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::policy::{bounded, MAX_ID, MAX_NAME, MAX_SHOWN_ERROR};
 use crate::ports::{Clock, Driver, Launcher, SubmitRequest, Submitted};
 use crate::secret::RemoteHandle;
@@ -233,7 +233,7 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
 }
 
 /// What the store's answers say about a handle write.
-enum HandleWrite {
+pub(crate) enum HandleWrite {
     Recorded,
     /// The intent no longer waits (its grace ran out): the remote task must go.
     TooLate,
@@ -299,27 +299,30 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
             .store
             .settle_submit(task, settlement, self.clock.now())
             .await;
-        let unknown_is_refused = mutation::active(Mutant::UnconfirmedInsertCompensated);
-        match answer {
+        let write = match answer {
             Ok(SubmitSettled::Recorded) => HandleWrite::Recorded,
             Ok(SubmitSettled::Withdrawn | SubmitSettled::NotAwaiting) => HandleWrite::TooLate,
             Err(StoreError::DuplicateHandle) => HandleWrite::Duplicate,
-            Err(e @ StoreError::Unavailable(_)) if !unknown_is_refused => HandleWrite::Unknown(e),
+            Err(e @ StoreError::Unavailable(_)) => HandleWrite::Unknown(e),
             Err(e) => HandleWrite::Refused(e),
-        }
+        };
+        mutation::substitute(
+            Mutant::UnconfirmedInsertCompensated,
+            write,
+            planted::unknown_as_refused,
+        )
     }
 
     /// Cancels a started remote task nobody will track (best effort; owed on failure).
     async fn compensate(&self, task: &TaskId, started: &TaskRow) {
-        let owes_cancel = !mutation::active(Mutant::CompensationSkipped);
-        if !owes_cancel {
-            return;
-        }
-        let (server, handle) = (&started.identity.server, &started.identity.handle);
-        if let Err(e) = self.driver.cancel(server, handle).await {
-            let error = snapshot::storable(&e.to_string(), handle);
-            tracing::warn!(task = %task, error = %error, "compensating cancel failed; queued");
-            self.owe(task, cancel_of(started));
+        let owed = Some((&started.identity.server, &started.identity.handle));
+        let owed = mutation::substitute(Mutant::CompensationSkipped, owed, |_| None);
+        if let Some((server, handle)) = owed {
+            if let Err(e) = self.driver.cancel(server, handle).await {
+                let error = snapshot::storable(&e.to_string(), handle);
+                tracing::warn!(task = %task, error = %error, "compensating cancel failed; queued");
+                self.owe(task, cancel_of(started));
+            }
         }
     }
 }

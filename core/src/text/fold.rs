@@ -18,7 +18,7 @@
 //! character remembers the byte range of the original character it came from, so a match
 //! replaces original text.
 
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use std::ops::Range;
 use unicode_general_category::{get_general_category, GeneralCategory};
 use unicode_normalization::char::decompose_compatible;
@@ -56,10 +56,9 @@ pub(super) fn fold(text: &str) -> Folded {
     for (at, c) in text.char_indices() {
         one.clear();
         fold_char(c, &mut one);
-        if mutation::active(Mutant::NeutraliserSkipsNormalisation) {
-            one.clear();
-            one.push(c.to_ascii_lowercase());
-        }
+        one = mutation::substitute(Mutant::NeutraliserSkipsNormalisation, one, |_| {
+            planted::code_point_only(c)
+        });
         for &f in &one {
             chars.push(f);
             from.push(at..at + c.len_utf8());

@@ -73,11 +73,10 @@ pub struct ContextEntry {
 impl ContextEntry {
     /// The context entry of `row`.
     fn from_row(row: &TaskRow) -> ContextEntry {
-        let name = if mutation::active(Mutant::ContextNameNotNeutralised) {
+        let name = public_text(row, &row.identity.name);
+        let name = mutation::substitute(Mutant::ContextNameNotNeutralised, name, |_| {
             row.identity.handle.redact(&row.identity.name)
-        } else {
-            public_text(row, &row.identity.name)
-        };
+        });
         ContextEntry {
             task_id: row.identity.task_id.clone(),
             name,

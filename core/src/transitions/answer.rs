@@ -20,7 +20,7 @@
 
 use crate::invariants::debug_check_row;
 use crate::lease::LeaseToken;
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::policy::{stored_error, MAX_ANSWERED_REQUESTS, MAX_ANSWER_BYTES, MAX_REQUEST_ID};
 use crate::secret::Secret;
 use crate::status::{AnswerStatus, RemoteStatus};
@@ -83,8 +83,8 @@ pub fn record(row: &mut TaskRow, request_id: &str, text: &str, now: Timestamp) -
 }
 
 fn record_answer(row: &mut TaskRow, request_id: &str, text: &str, now: Timestamp) -> RecordResult {
-    let asked = asks_for(row.remote.input_request.as_deref(), request_id)
-        || mutation::active(Mutant::AnswerRecordedWhenNotAsked);
+    let asked = asks_for(row.remote.input_request.as_deref(), request_id);
+    let asked = mutation::substitute(Mutant::AnswerRecordedWhenNotAsked, asked, |_| true);
     if row.remote.status != RemoteStatus::InputRequired
         || row.cancel.requested_at.is_some()
         || !asked
@@ -92,7 +92,11 @@ fn record_answer(row: &mut TaskRow, request_id: &str, text: &str, now: Timestamp
         return RecordResult::NotAsked;
     }
     let answered = still_asked(&row.answer.answered, row.remote.input_request.as_deref());
-    let mut answered = planted_latest_only(answered);
+    let mut answered = mutation::substitute(
+        Mutant::AnsweredSetKeepsLatestOnly,
+        answered,
+        planted::latest_only,
+    );
     if answered.iter().any(|id| id == request_id) || answered.len() >= MAX_ANSWERED_REQUESTS {
         return RecordResult::AlreadyAnswered;
     }
@@ -124,25 +128,18 @@ fn still_asked(answered: &[String], input_request: Option<&str>) -> Vec<String> 
         .collect()
 }
 
-/// `answered`, or — under the planted [`Mutant::AnsweredSetKeepsLatestOnly`] — only its last id.
-fn planted_latest_only(answered: Vec<String>) -> Vec<String> {
-    if mutation::active(Mutant::AnsweredSetKeepsLatestOnly) {
-        answered.last().cloned().into_iter().collect()
-    } else {
-        answered
-    }
-}
-
 /// What the poll claim with `token` does to the answer (called inside every poll claim): a
 /// pending answer is marked as this claim's attempt; an attempt of an earlier claim that never
 /// wrote its outcome becomes `unconfirmed`, never pending again.
 pub fn on_poll_claim(row: &mut TaskRow, token: LeaseToken) {
-    match row.answer.status {
+    let status = mutation::substitute(
+        Mutant::AnswerResentWhenUnconfirmed,
+        row.answer.status,
+        planted::sending_resent,
+    );
+    match status {
         AnswerStatus::Pending => {
             row.answer.status = AnswerStatus::Sending;
-            row.answer.attempt_token = Some(token);
-        }
-        AnswerStatus::Sending if mutation::active(Mutant::AnswerResentWhenUnconfirmed) => {
             row.answer.attempt_token = Some(token);
         }
         AnswerStatus::Sending => {

@@ -9,7 +9,7 @@
 
 use crate::invariants::debug_check_row;
 use crate::lease::Lease;
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::policy::{stored_error, Policy};
 use crate::status::{CancelStatus, DeadLetterReason};
 use crate::task::TaskRow;
@@ -48,9 +48,9 @@ fn record_request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
         return RequestResult::AlreadyFinished;
     }
     if row.cancel.requested_at.is_some() {
-        if mutation::active(Mutant::CancelRepeatClearsLease) {
-            row.cancel.lease = None;
-        }
+        // A repeat changes nothing: the cancel work keeps its lease.
+        let lease = row.cancel.lease.take();
+        row.cancel.lease = mutation::substitute(Mutant::CancelRepeatClearsLease, lease, |_| None);
         return RequestResult::AlreadyRequested;
     }
     row.cancel.requested_at = Some(now);
@@ -123,7 +123,7 @@ fn apply_action(
 ) -> Option<Recorded> {
     row.cancel.lease = None;
     let voided_until = row.poll.lease.as_ref().map(|l| l.expires_at);
-    let voided_until = voided_until.filter(|_| !mutation::active(Mutant::CancelEndPollsAtOnce));
+    let voided_until = mutation::substitute(Mutant::CancelEndPollsAtOnce, voided_until, |_| None);
     let recorded = apply_outcome(row, action, now, policy);
     if !in_progress(row) {
         row.poll.next_poll_at = row
@@ -191,9 +191,11 @@ fn wait_out(row: &mut TaskRow, error: &str, now: Timestamp, policy: &Policy) {
     }
     row.cancel.unavailable_since.get_or_insert(now);
     row.cancel.outages = row.cancel.outages.saturating_add(1);
-    if mutation::active(Mutant::CancelUnavailabilityCounted) {
-        row.cancel.failures += 1;
-    }
+    row.cancel.failures = mutation::substitute(
+        Mutant::CancelUnavailabilityCounted,
+        row.cancel.failures,
+        planted::one_more,
+    );
     row.cancel.due_at = Some(now.plus(policy.unavailable_delay(row.cancel.outages)));
 }
 

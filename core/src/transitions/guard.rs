@@ -12,9 +12,9 @@ use crate::time::Timestamp;
 /// clears the poll lease, see [`crate::transitions::cancel::apply`]).
 pub fn poll_apply(row: &TaskRow, lease: &Lease, completed_at: Timestamp) -> Result<(), Refusal> {
     check_lease(row.poll.lease.as_ref(), lease, completed_at)?;
-    if crate::transitions::cancel::in_progress(row)
-        && !mutation::active(Mutant::PollAppliedAfterCancel)
-    {
+    let cancelling = crate::transitions::cancel::in_progress(row);
+    let cancelling = mutation::substitute(Mutant::PollAppliedAfterCancel, cancelling, |_| false);
+    if cancelling {
         return Err(Refusal::CancelRequested);
     }
     if row.remote.status.is_terminal() {

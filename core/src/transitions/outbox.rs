@@ -9,7 +9,7 @@ use crate::event::{Event, Fingerprint};
 use crate::ids::RunId;
 use crate::invariants::debug_check_outbox;
 use crate::lease::Lease;
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::policy::{stored_error, Policy};
 use crate::status::{DeadLetterReason, NotifyStatus};
 use crate::task::Outbox;
@@ -37,40 +37,54 @@ pub fn record_event(o: &mut Outbox, new: Option<(Event, Fingerprint)>, now: Time
 
 fn record(o: &mut Outbox, new: Option<(Event, Fingerprint)>, now: Timestamp) -> Recorded {
     let Some((event, fp)) = new else {
-        // (A kept fingerprint without an event is the latch a cleared degradation left.)
-        let latched = o
-            .event
-            .as_ref()
-            .map_or(o.fingerprint.is_some(), |e| e.tracking_degraded);
-        if !(latched && mutation::active(Mutant::SecondDegradationSuppressed)) {
-            o.fingerprint = None;
-        }
-        o.event = None;
-        if !o.status.in_flight() && o.has_undelivered() {
-            drop_undelivered(o);
-        }
-        return Recorded::Cleared;
+        return clear(o);
     };
-    let changed =
-        o.fingerprint.as_ref() != Some(&fp) || mutation::active(Mutant::FingerprintCheckSkipped);
+    let changed = o.fingerprint.as_ref() != Some(&fp);
+    let changed = mutation::substitute(Mutant::FingerprintCheckSkipped, changed, |_| true);
     if !changed {
-        if mutation::active(Mutant::VersionBumpWithoutChange) {
-            o.event_version += 1;
-            return Recorded::NewVersion(o.event_version);
-        }
-        return Recorded::Unchanged;
+        // Same fingerprint: the version stays, nothing changed.
+        let unchanged = (o.event_version, Recorded::Unchanged);
+        let (version, recorded) = mutation::substitute(
+            Mutant::VersionBumpWithoutChange,
+            unchanged,
+            planted::bumped_anyway,
+        );
+        o.event_version = version;
+        return recorded;
     }
+    record_new(o, event, fp, now)
+}
+
+/// No event: the fingerprint is retired and undelivered versions not in flight are dropped.
+fn clear(o: &mut Outbox) -> Recorded {
+    // (A kept fingerprint without an event is the latch a cleared degradation left.)
+    o.fingerprint = mutation::substitute(Mutant::SecondDegradationSuppressed, None, |_| {
+        planted::degradation_latch(o)
+    });
+    o.event = None;
+    if !o.status.in_flight() && o.has_undelivered() {
+        drop_undelivered(o);
+    }
+    Recorded::Cleared
+}
+
+/// A new fingerprint: a new version, which (re)opens the channel unless a dispatch is in
+/// flight — then the frozen snapshot stays and the new version waits for the dispatch's end.
+fn record_new(o: &mut Outbox, event: Event, fp: Fingerprint, now: Timestamp) -> Recorded {
     o.event_version += 1;
     o.fingerprint = Some(fp);
     o.event = Some(event);
-    if o.status.in_flight() {
-        if mutation::active(Mutant::InFlightSnapshotOverwritten) {
-            o.dispatch_version = o.event_version;
-            o.dispatch_event = o.event.clone();
-        }
-    } else if !(o.status == NotifyStatus::DeadLetter
-        && mutation::active(Mutant::DeadLetterNotRevived))
-    {
+    let busy = o.status.in_flight();
+    let busy = mutation::substitute(Mutant::DeadLetterNotRevived, busy, |busy| {
+        planted::dead_letter_stays(busy, o.status)
+    });
+    if busy {
+        let frozen = (o.dispatch_version, o.dispatch_event.take());
+        (o.dispatch_version, o.dispatch_event) =
+            mutation::substitute(Mutant::InFlightSnapshotOverwritten, frozen, |_| {
+                planted::latest_as_frozen(o)
+            });
+    } else {
         reopen(o, now);
     }
     Recorded::NewVersion(o.event_version)
@@ -129,9 +143,8 @@ fn freeze(o: &mut Outbox) {
     if rebuild {
         if o.event_version != o.dispatch_version {
             o.dispatch_attempt = 0;
-            if !mutation::active(Mutant::FailuresCarriedToNewerVersion) {
-                o.failures = 0;
-            }
+            o.failures =
+                mutation::substitute(Mutant::FailuresCarriedToNewerVersion, 0, |_| o.failures);
             o.run_id = None;
         }
         o.dispatch_version = o.event_version;
@@ -187,6 +200,11 @@ pub enum NotifyAction {
 
 /// Applies `action` to a guarded outbox and releases the notification lease (DOMAIN §3).
 pub fn apply_action(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) {
+    let action = mutation::substitute(
+        Mutant::ThreadGoneRetried,
+        action,
+        planted::thread_gone_retried,
+    );
     apply(o, action, now, policy);
     debug_check_outbox(o);
 }
@@ -204,41 +222,9 @@ fn apply(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) 
             o.launched_at = Some(now);
             o.due_at = now.plus(policy.run_check_interval);
         }
-        NotifyAction::Busy => {
-            o.busy_count = o.busy_count.saturating_add(1);
-            if mutation::active(Mutant::BusyCountedAsFailure) {
-                o.failures += 1;
-            }
-            o.status = NotifyStatus::Pending;
-            if mutation::active(Mutant::BusyDeliversStaleSnapshot) {
-                o.dispatch_version = o.event_version;
-            } else {
-                o.dispatch_event = None;
-            }
-            o.due_at = now.plus(policy.run_check_interval);
-            if o.event.is_none() && o.dispatch_event.is_none() {
-                drop_undelivered(o);
-            }
-        }
-        NotifyAction::ThreadGone if mutation::active(Mutant::ThreadGoneRetried) => apply(
-            o,
-            NotifyAction::LaunchFailed("thread gone".into()),
-            now,
-            policy,
-        ),
+        NotifyAction::Busy => busy(o, now, policy),
         NotifyAction::ThreadGone => end_dispatch(o, Some(DeadLetterReason::ThreadGone), now),
-        NotifyAction::LaunchFailed(error) => {
-            o.failures += 1;
-            if mutation::active(Mutant::AttemptBumpedAfterLaunchError) {
-                o.dispatch_attempt += 1;
-            }
-            o.last_error = Some(stored_error(&error));
-            o.status = NotifyStatus::Pending;
-            o.due_at = now.plus(policy.retry_delay(o.failures));
-            if o.event.is_none() {
-                drop_undelivered(o);
-            }
-        }
+        NotifyAction::LaunchFailed(error) => launch_failed(o, &error, now, policy),
         NotifyAction::LaunchUnavailable(error) | NotifyAction::LookupUnavailable(error)
             if policy.outage_too_long(o.unavailable_since, now) =>
         {
@@ -247,31 +233,13 @@ fn apply(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) 
             o.outages = 0;
             end_dispatch(o, Some(DeadLetterReason::Unavailable), now);
         }
-        NotifyAction::LaunchUnavailable(error) => {
-            wait_out(o, &error, now, policy);
-            if mutation::active(Mutant::AttemptBumpedAfterLaunchError) {
-                o.dispatch_attempt += 1;
-            }
-            o.status = NotifyStatus::Pending;
-            if o.event.is_none() {
-                drop_undelivered(o);
-            }
-        }
+        NotifyAction::LaunchUnavailable(error) => launch_unavailable(o, &error, now, policy),
         NotifyAction::LookupUnavailable(error) => wait_out(o, &error, now, policy),
         NotifyAction::RunSucceeded => end_dispatch(o, None, now),
-        NotifyAction::RunFailed(error) => {
-            o.failures += 1;
-            if !mutation::active(Mutant::AttemptNotBumpedAfterFailedRun) {
-                o.dispatch_attempt += 1;
-            }
-            o.run_id = None;
-            o.last_error = Some(stored_error(&error));
-            o.status = NotifyStatus::Retry;
-            o.due_at = now.plus(policy.retry_delay(o.failures));
-        }
+        NotifyAction::RunFailed(error) => run_failed(o, &error, now, policy),
         NotifyAction::RunOutlived(error) => {
             let interrupted = o.run_id.take();
-            apply(o, NotifyAction::RunFailed(error), now, policy);
+            run_failed(o, &error, now, policy);
             o.run_id = interrupted;
         }
         NotifyAction::RunPending => {
@@ -279,6 +247,67 @@ fn apply(o: &mut Outbox, action: NotifyAction, now: Timestamp, policy: &Policy) 
         }
         NotifyAction::BudgetExhausted => end_dispatch(o, Some(DeadLetterReason::Budget), now),
     }
+}
+
+/// 409, another run is active on the thread: not a failure. Pending again after the run check
+/// interval, the frozen snapshot dropped (the next claim rebuilds it from the latest event).
+fn busy(o: &mut Outbox, now: Timestamp, policy: &Policy) {
+    o.busy_count = o.busy_count.saturating_add(1);
+    o.failures = mutation::substitute(Mutant::BusyCountedAsFailure, o.failures, planted::one_more);
+    o.status = NotifyStatus::Pending;
+    let frozen = (o.dispatch_version, None);
+    (o.dispatch_version, o.dispatch_event) =
+        mutation::substitute(Mutant::BusyDeliversStaleSnapshot, frozen, |_| {
+            planted::stale_snapshot(o)
+        });
+    o.due_at = now.plus(policy.run_check_interval);
+    if o.event.is_none() && o.dispatch_event.is_none() {
+        drop_undelivered(o);
+    }
+}
+
+/// A launch refused for the request itself: counted, the same key retried after backoff.
+fn launch_failed(o: &mut Outbox, error: &str, now: Timestamp, policy: &Policy) {
+    o.failures += 1;
+    o.dispatch_attempt = mutation::substitute(
+        Mutant::AttemptBumpedAfterLaunchError,
+        o.dispatch_attempt,
+        planted::one_more,
+    );
+    o.last_error = Some(stored_error(error));
+    o.status = NotifyStatus::Pending;
+    o.due_at = now.plus(policy.retry_delay(o.failures));
+    if o.event.is_none() {
+        drop_undelivered(o);
+    }
+}
+
+/// A launch left unanswered (the run may exist): waited out, the same key retried.
+fn launch_unavailable(o: &mut Outbox, error: &str, now: Timestamp, policy: &Policy) {
+    wait_out(o, error, now, policy);
+    o.dispatch_attempt = mutation::substitute(
+        Mutant::AttemptBumpedAfterLaunchError,
+        o.dispatch_attempt,
+        planted::one_more,
+    );
+    o.status = NotifyStatus::Pending;
+    if o.event.is_none() {
+        drop_undelivered(o);
+    }
+}
+
+/// A failed run: counted, the next attempt (a new key) after backoff.
+fn run_failed(o: &mut Outbox, error: &str, now: Timestamp, policy: &Policy) {
+    o.failures += 1;
+    let attempt = o.dispatch_attempt + 1;
+    o.dispatch_attempt =
+        mutation::substitute(Mutant::AttemptNotBumpedAfterFailedRun, attempt, |_| {
+            o.dispatch_attempt
+        });
+    o.run_id = None;
+    o.last_error = Some(stored_error(error));
+    o.status = NotifyStatus::Retry;
+    o.due_at = now.plus(policy.retry_delay(o.failures));
 }
 
 impl NotifyAction {
@@ -296,9 +325,7 @@ impl NotifyAction {
 fn wait_out(o: &mut Outbox, error: &str, now: Timestamp, policy: &Policy) {
     o.unavailable_since.get_or_insert(now);
     o.outages = o.outages.saturating_add(1);
-    if mutation::active(Mutant::UnavailabilityCounted) {
-        o.failures += 1;
-    }
+    o.failures = mutation::substitute(Mutant::UnavailabilityCounted, o.failures, planted::one_more);
     o.last_error = Some(stored_error(error));
     o.due_at = now.plus(policy.unavailable_delay(o.outages));
 }
@@ -313,9 +340,11 @@ fn end_dispatch(o: &mut Outbox, dead: Option<DeadLetterReason>, now: Timestamp) 
     if let Some(reason) = dead {
         o.dead_letter = Some((o.dispatch_version, reason));
     }
-    let channel_killed =
-        dead == Some(DeadLetterReason::Budget) && mutation::active(Mutant::BudgetKillsNewerVersion);
-    if o.has_undelivered() && o.event.is_some() && !channel_killed {
+    let reopens = o.has_undelivered() && o.event.is_some();
+    let reopens = mutation::substitute(Mutant::BudgetKillsNewerVersion, reopens, |reopens| {
+        planted::budget_kills_channel(reopens, dead)
+    });
+    if reopens {
         reopen(o, now);
         return;
     }

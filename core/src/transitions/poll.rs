@@ -4,7 +4,7 @@
 
 use crate::event::{Event, Fingerprint};
 use crate::invariants::debug_check_row;
-use crate::mutation::{self, Mutant};
+use crate::mutation::{self, planted, Mutant};
 use crate::policy::{
     bounded, Policy, DEGRADED_AFTER, INPUT_REQUIRED_FLOOR, MALFORMED_STRIKES, MAX_POLL_DELAY,
     MAX_STORED_ERROR,
@@ -64,12 +64,10 @@ pub fn on_report(
     let remote = row.remote.observe(&observed, at);
     let next_poll_at =
         next_poll_delay(remote.status, observed.poll_hint, policy).map(|d| at.plus(d));
-    let unannounced = mutation::active(Mutant::UnrequestedCancelNotNotified)
-        && remote.status == RemoteStatus::Cancelled
-        && row.cancel.requested_at.is_none();
-    let event = Event::build(&row.identity, &remote, None)
-        .filter(|_| !unannounced)
-        .map(Event::fingerprinted);
+    let event = Event::build(&row.identity, &remote, None).map(Event::fingerprinted);
+    let event = mutation::substitute(Mutant::UnrequestedCancelNotNotified, event, |event| {
+        planted::unrequested_cancel_silenced(event, remote.status, row)
+    });
     PollUpdate {
         remote,
         next_poll_at,
@@ -83,11 +81,8 @@ pub fn on_report(
 /// consecutive error, tracking degraded from the third (DOMAIN §4). The remote state is kept.
 pub fn on_failure(row: &TaskRow, error: PollError, at: Timestamp, policy: &Policy) -> PollUpdate {
     let before = row.poll.consecutive_errors;
-    let cap = if mutation::active(Mutant::PollBackoffUncapped) {
-        MAX_POLL_DELAY
-    } else {
-        policy.max_poll_backoff
-    };
+    let cap = policy.max_poll_backoff;
+    let cap = mutation::substitute(Mutant::PollBackoffUncapped, cap, |_| MAX_POLL_DELAY);
     let delay = Policy::backoff(policy.poll_interval, before, cap);
     let errors = before.saturating_add(1);
     let error = PollError {
@@ -122,7 +117,9 @@ pub fn on_malformed(row: &TaskRow, detail: &str, at: Timestamp, policy: &Policy)
     } else {
         0
     };
-    if failed_before.saturating_add(1) >= planted_strikes(MALFORMED_STRIKES) {
+    let strikes = MALFORMED_STRIKES;
+    let strikes = mutation::substitute(Mutant::MalformedEndsAtOnce, strikes, |_| 1);
+    if failed_before.saturating_add(1) >= strikes {
         return on_report(row, Err(ProtocolError::Malformed(detail)), at, policy);
     }
     let error = PollError {
@@ -130,16 +127,6 @@ pub fn on_malformed(row: &TaskRow, detail: &str, at: Timestamp, policy: &Policy)
         message: detail,
     };
     on_failure(row, error, at, policy)
-}
-
-/// `strikes`, or — under the planted [`Mutant::MalformedEndsAtOnce`] — 1: one undecodable
-/// answer ends a healthy task, as before DOMAIN §3 counted it as passing.
-fn planted_strikes(strikes: u32) -> u32 {
-    if mutation::active(Mutant::MalformedEndsAtOnce) {
-        1
-    } else {
-        strikes
-    }
 }
 
 /// Writes a guarded poll update onto the row, releases the poll lease and records the event.

@@ -27,8 +27,11 @@ pub fn prunable(row: &TaskRow, req: &PruneRequest) -> bool {
         .max(settled.unwrap_or(row.remote.updated_at));
     let dead_letter_aged = row.outbox.status != NotifyStatus::DeadLetter
         || settled.is_some_and(|at| at < req.dead_letters_before);
-    let dead_letter_aged =
-        dead_letter_aged || mutation::active(Mutant::DeadLettersPrunedLikeAnyRow);
+    let dead_letter_aged = mutation::substitute(
+        Mutant::DeadLettersPrunedLikeAnyRow,
+        dead_letter_aged,
+        |_| true,
+    );
     row.remote.status.is_terminal()
         && aged < req.finished_before
         && dead_letter_aged

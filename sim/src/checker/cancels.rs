@@ -11,6 +11,7 @@ use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::history::{Event, RemoteOp};
 use crate::wire::mcp::McpAnswer;
+use crate::write_action::WriteAction;
 use tasklatch_core::policy::CANCEL_BUDGET;
 
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
@@ -19,7 +20,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
             continue;
         };
         for r in rows {
-            if r.outcome.is_err() || r.action != "cancel_budget_exhausted" {
+            if r.outcome.is_err() || r.action != WriteAction::CancelBudgetExhausted {
                 continue;
             }
             let Some(&n) = f.n_of.get(r.task_id.as_str()) else {

@@ -21,12 +21,13 @@
 //! cancels, requeues and thread deletions, the runs' ends and the plan's faults.
 
 use super::disturbances::Disturbances;
+use super::excuses::excuse;
 use super::facts::Facts;
 use super::{Invariant, Verdict};
-use crate::fault::{FaultKind, Service, Target};
 use crate::history::{Event, LaunchAnswer, RemoteOp};
 use crate::timing::{sim_policy, PASS_INTERVAL};
 use crate::wire::mcp::McpAnswer;
+use crate::write_action::WriteAction;
 use std::time::Duration;
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::policy::DEGRADED_AFTER;
@@ -48,26 +49,6 @@ pub fn delivery_window(older_retrying: bool) -> Duration {
     retry + p.run_check_interval + 2 * PASS_INTERVAL + SLACK
 }
 
-/// Whether a fault of this kind can keep a recorded event's launch from being served in time:
-/// anything on a worker, on its links to the store or the gateway, on the store's or the
-/// gateway's replies or on the whole network, and the doomed versions of task `n`. The other
-/// faults of the gateway still let a launch be served (a 409 or a 500 carries the prompt too),
-/// and a run in flight that holds the new version back is excused by itself. Faults of the
-/// remote only shape the episode, which is read from what the store applied.
-fn disturbs(kind: &FaultKind, n: u32) -> bool {
-    match kind {
-        FaultKind::DoomedVersion { task, .. } => *task == n,
-        _ => match kind.target() {
-            Target::Worker(_) | Target::Network => true,
-            Target::Link { service, .. } => service != Service::Mcp,
-            Target::Service(service) => {
-                service == Service::Db && !matches!(kind, FaultKind::RefuseInserts)
-                    || service == Service::Gateway && matches!(kind, FaultKind::LoseReplies { .. })
-            }
-        },
-    }
-}
-
 /// One episode of back-to-back transient errors of a task's status polls.
 struct Episode {
     /// History index of the first error.
@@ -85,16 +66,15 @@ fn poll_applied(e: &Event, task_id: &str) -> bool {
             lease: LeaseKind::Poll,
             rows,
             ..
-        } => rows
-            .iter()
-            .any(|r| r.task_id == task_id && r.action == "apply_poll" && r.outcome.is_ok()),
+        } => rows.iter().any(|r| {
+            r.task_id == task_id && r.action == WriteAction::ApplyPoll && r.outcome.is_ok()
+        }),
         _ => false,
     }
 }
 
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     let lease_us = sim_policy().notify_lease.as_micros() as u64;
-    let end = f.entries.len();
     for (&n, &task_id) in &f.task_ids {
         let Some(&(remote_id, _)) = f.remote.get(&n) else {
             continue;
@@ -103,85 +83,54 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         if !f.inserted.contains(task_id) || f.holders.get(remote_id).is_some_and(|h| h.len() > 1) {
             continue;
         }
-        let disturbances = Disturbances::of(f, lease_us, |kind| disturbs(kind, n));
-        // The window plus, for each disturbance between `from` and `to`, its part inside and
-        // a lease (a stalled holder's lease must expire first).
-        let allowed = |from: u64, to: u64, window_us: u64| window_us + disturbances.extra(from, to);
-        // Judges the episode that ended at history index `cleared` (an answer that may have
-        // reset the count, or the end of the history).
-        let mut judge = |ep: Episode, cleared: usize| {
-            if !ep.from_zero {
-                return;
-            }
-            // The engine's count reaches DEGRADED_AFTER at the store's DEGRADED_AFTER-th
-            // accepted poll write of the episode: every poll it applied meanwhile failed.
-            let Some(degraded_at) = (ep.start..cleared)
-                .filter(|&i| poll_applied(&f.entries[i].event, task_id))
-                .nth(DEGRADED_AFTER as usize - 1)
-            else {
-                return;
-            };
-            let degraded_us = f.entries[degraded_at].at_us;
-            let cleared_us = f.entries.get(cleared).map_or(u64::MAX, |e| e.at_us);
-            let cleared_us = cleared_us.min(f.entries.last().map_or(0, |e| e.at_us));
-            let window_us = delivery_window(retrying(f, task_id, degraded_at)).as_micros() as u64;
-            let deadline_us = degraded_us + allowed(degraded_us, cleared_us, window_us);
-            if cleared_us <= deadline_us || excused(f, n, task_id, degraded_at, cleared_us) {
-                return;
-            }
-            // From the deadline until the count may have been reset, the latest event is the
-            // degraded one: a launch of anything else sends a stale event.
-            if let Some(stale) = f.launches.iter().find(|l| {
-                l.task_id == task_id
-                    && l.entry < cleared
-                    && f.entries[l.entry].at_us > deadline_us
-                    && !l.prompt.contains("\"tracking_degraded\":true")
-            }) {
-                v.push(
-                    Invariant::Ordered,
-                    f.label(task_id),
-                    Some(stale.entry),
-                    format!(
-                        "a launch of version {} while tracking was degraded carries a stale \
-                         event without the degraded tracking",
-                        stale.version
-                    ),
-                );
-            }
-            let notified = f.launches.iter().any(|l| {
-                l.task_id == task_id
-                    && l.entry > ep.start
-                    && l.prompt.contains("\"tracking_degraded\":true")
-            });
-            if !notified {
-                v.push(
-                    Invariant::Lost,
-                    f.label(task_id),
-                    Some(degraded_at),
-                    format!(
-                        "tracking degraded ({DEGRADED_AFTER} failed polls applied in a row) and \
-                         the server kept failing the task for {} s more, yet no launch since \
-                         the first of them carried degraded tracking",
-                        (cleared_us - degraded_us) / 1_000_000
-                    ),
-                );
-            }
+        let task = Task {
+            f,
+            n,
+            task_id,
+            remote_id,
+            disturbances: Disturbances::of(f, lease_us, |kind| excuse(kind).launches.hold(n)),
         };
+        for (ep, cleared) in task.episodes() {
+            task.judge(ep, cleared, v);
+        }
+    }
+}
+
+/// One stored task whose error episodes are judged.
+struct Task<'f, 'a> {
+    f: &'f Facts<'a>,
+    n: u32,
+    task_id: &'a str,
+    remote_id: &'a str,
+    /// Faults that may hold the task's launches back.
+    disturbances: Disturbances,
+}
+
+/// What the scan of a task's answers knows since the last answer that was not an error:
+/// whether it was a report the worker got (a dropped one ends its poll as a failure), and
+/// since then whether a poll write was accepted and whether a poll went unanswered.
+#[derive(Default)]
+struct SinceLastAnswer {
+    reported: bool,
+    applied: bool,
+    unanswered: bool,
+}
+
+impl Task<'_, '_> {
+    /// The task's episodes of back-to-back errors, each with the history index where it ended
+    /// (an answer that may have reset the engine's count, or the end of the history).
+    fn episodes(&self) -> Vec<(Episode, usize)> {
+        let mut done = Vec::new();
         let mut episode: Option<Episode> = None;
-        // The last answer that was not an error: whether it was a report the worker got (a
-        // dropped one ends its poll as a failure); since then, whether a poll write was
-        // accepted, and whether a poll went unanswered.
-        let mut reported = false;
-        let mut applied = false;
-        let mut unanswered = false;
-        for (i, e) in f.entries.iter().enumerate() {
+        let mut since = SinceLastAnswer::default();
+        for (i, e) in self.f.entries.iter().enumerate() {
             match &e.event {
                 Event::RemoteServed {
                     remote_id: r,
                     op,
                     answer,
                     dropped,
-                } if r == remote_id => {
+                } if r == self.remote_id => {
                     // Only an error the worker got ends a poll as a failure; anything else the
                     // server served about the task (a dropped reply, a report, a cancel's or an
                     // answer's reply) may have reset the engine's count.
@@ -191,17 +140,19 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
                     if failed {
                         episode.get_or_insert(Episode {
                             start: i,
-                            from_zero: reported && applied && !unanswered,
+                            from_zero: since.reported && since.applied && !since.unanswered,
                         });
                     } else {
-                        if let Some(ep) = episode.take() {
-                            judge(ep, i);
-                        }
-                        reported = !*dropped
-                            && matches!(op, RemoteOp::Status | RemoteOp::Submit)
-                            && matches!(answer, McpAnswer::Report(_) | McpAnswer::Created { .. });
-                        applied = false;
-                        unanswered = false;
+                        done.extend(episode.take().map(|ep| (ep, i)));
+                        since = SinceLastAnswer {
+                            reported: !*dropped
+                                && matches!(op, RemoteOp::Status | RemoteOp::Submit)
+                                && matches!(
+                                    answer,
+                                    McpAnswer::Report(_) | McpAnswer::Created { .. }
+                                ),
+                            ..SinceLastAnswer::default()
+                        };
                     }
                 }
                 Event::PortRemote {
@@ -209,18 +160,89 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
                     op: RemoteOp::Status,
                     answered: false,
                     ..
-                } if r == remote_id => unanswered = true,
+                } if r == self.remote_id => since.unanswered = true,
                 Event::StoreInsert {
                     task_id: t,
                     outcome: Ok(_),
                     ..
-                } if t == task_id => applied = true,
-                other if poll_applied(other, task_id) => applied = true,
+                } if t == self.task_id => since.applied = true,
+                other if poll_applied(other, self.task_id) => since.applied = true,
                 _ => {}
             }
         }
-        if let Some(ep) = episode.take() {
-            judge(ep, end);
+        done.extend(episode.map(|ep| (ep, self.f.entries.len())));
+        done
+    }
+
+    /// Judges the episode that ended at history index `cleared`: once the engine's count
+    /// reached DEGRADED_AFTER, a launch carrying degraded tracking must follow within the
+    /// delivery window (plus disturbances), and no launch until `cleared` may carry a stale
+    /// event without it.
+    fn judge(&self, ep: Episode, cleared: usize, v: &mut Verdict) {
+        let (f, task_id) = (self.f, self.task_id);
+        if !ep.from_zero {
+            return;
+        }
+        // The engine's count reaches DEGRADED_AFTER at the store's DEGRADED_AFTER-th accepted
+        // poll write of the episode: every poll it applied meanwhile failed.
+        let Some(degraded_at) = (ep.start..cleared)
+            .filter(|&i| poll_applied(&f.entries[i].event, task_id))
+            .nth(DEGRADED_AFTER as usize - 1)
+        else {
+            return;
+        };
+        let degraded_us = f.entries[degraded_at].at_us;
+        let cleared_us = f.entries.get(cleared).map_or(u64::MAX, |e| e.at_us);
+        let cleared_us = cleared_us.min(f.entries.last().map_or(0, |e| e.at_us));
+        let window_us = delivery_window(retrying(f, task_id, degraded_at)).as_micros() as u64;
+        // The window plus, for each disturbance in between, its part inside and a lease (a
+        // stalled holder's lease must expire first).
+        let deadline_us =
+            degraded_us + window_us + self.disturbances.extra(degraded_us, cleared_us);
+        if cleared_us <= deadline_us || excused(f, self.n, task_id, degraded_at, cleared_us) {
+            return;
+        }
+        self.stale_launch(cleared, deadline_us, v);
+        let notified = f.launches.iter().any(|l| {
+            l.task_id == task_id
+                && l.entry > ep.start
+                && l.shown.as_ref().is_some_and(|s| s.tracking_degraded)
+        });
+        if !notified {
+            v.push(
+                Invariant::Lost,
+                f.label(task_id),
+                Some(degraded_at),
+                format!(
+                    "tracking degraded ({DEGRADED_AFTER} failed polls applied in a row) and \
+                     the server kept failing the task for {} s more, yet no launch since the \
+                     first of them carried degraded tracking",
+                    (cleared_us - degraded_us) / 1_000_000
+                ),
+            );
+        }
+    }
+
+    /// From the deadline until the count may have been reset, the latest event is the
+    /// degraded one: a launch of anything else sends a stale event.
+    fn stale_launch(&self, cleared: usize, deadline_us: u64, v: &mut Verdict) {
+        let f = self.f;
+        if let Some(stale) = f.launches.iter().find(|l| {
+            l.task_id == self.task_id
+                && l.entry < cleared
+                && f.entries[l.entry].at_us > deadline_us
+                && !l.shown.as_ref().is_some_and(|s| s.tracking_degraded)
+        }) {
+            v.push(
+                Invariant::Ordered,
+                f.label(self.task_id),
+                Some(stale.entry),
+                format!(
+                    "a launch of version {} while tracking was degraded carries a stale event \
+                     without the degraded tracking",
+                    stale.version
+                ),
+            );
         }
     }
 }

@@ -1,10 +1,12 @@
 //! Delivery invariants: never lost, never duplicated, never unexpected, never noisy, ordered.
 
-use super::facts::{Facts, Launch};
+use super::facts::{Facts, Launch, Run};
+use super::shown::Shown;
 use super::{Invariant, Verdict};
 use crate::history::{parse_key, Event, LaunchAnswer, RemoteOp};
 use crate::naming::task_label;
 use crate::timing::MAX_SKEW_MS;
+use crate::write_action::WriteAction;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::policy::FAILURE_BUDGET;
 use tasklatch_core::ports::RunStatus;
@@ -46,11 +48,11 @@ fn count_deliveries(f: &Facts<'_>, v: &mut Verdict) {
     for e in f.entries {
         if let Event::StoreWrite { rows, .. } = &e.event {
             for r in rows {
-                match (&r.outcome, r.action.as_str()) {
+                match (&r.outcome, r.action) {
                     (Err(_), _) => v.counts.fenced_refused += 1,
-                    (Ok(_), "thread_gone") => v.counts.dead_thread_gone += 1,
-                    (Ok(_), "budget_exhausted") => v.counts.dead_budget += 1,
-                    (Ok(_), "cancel_budget_exhausted") => v.counts.dead_cancel += 1,
+                    (Ok(_), WriteAction::ThreadGone) => v.counts.dead_thread_gone += 1,
+                    (Ok(_), WriteAction::BudgetExhausted) => v.counts.dead_budget += 1,
+                    (Ok(_), WriteAction::CancelBudgetExhausted) => v.counts.dead_cancel += 1,
                     _ => {}
                 }
             }
@@ -180,7 +182,7 @@ fn dead_lettered_as_gone(f: &Facts<'_>, task_id: &str, versions: &BTreeSet<u64>)
     let stored = f.entries.iter().any(|e| match &e.event {
         Event::StoreWrite { rows, .. } => rows.iter().any(|r| {
             r.task_id == task_id
-                && r.action == "thread_gone"
+                && r.action == WriteAction::ThreadGone
                 && r.outcome.is_ok()
                 && r.version.is_some_and(|ver| versions.contains(&ver))
         }),
@@ -322,12 +324,6 @@ fn unexpected(f: &Facts<'_>, v: &mut Verdict) {
     }
 }
 
-fn is_empty_event(prompt: &str) -> bool {
-    let plain_status =
-        prompt.contains("\"status\":\"working\"") || prompt.contains("\"status\":\"submitted\"");
-    plain_status && prompt.contains("\"tracking_degraded\":false")
-}
-
 /// Never noisy (DOMAIN §9): no empty event, no run past the budget, no unchanged version.
 fn noisy(f: &Facts<'_>, v: &mut Verdict) {
     noisy_launches(f, v);
@@ -337,7 +333,7 @@ fn noisy(f: &Facts<'_>, v: &mut Verdict) {
 /// Launches that should not exist: of an empty event, past the failure budget.
 fn noisy_launches(f: &Facts<'_>, v: &mut Verdict) {
     for l in &f.launches {
-        if is_empty_event(l.prompt) {
+        if l.shown.as_ref().is_some_and(Shown::is_empty) {
             v.counts.noisy += 1;
             v.push(
                 Invariant::Noisy,
@@ -446,25 +442,25 @@ fn unchanged_versions(f: &Facts<'_>, v: &mut Verdict) {
         let Some((remote_id, _)) = f.remote.get(&n) else {
             continue;
         };
-        let mut launched: Vec<(u64, &str, usize)> = Vec::new();
+        let mut launched: Vec<(u64, &Launch<'_>)> = Vec::new();
         for l in f.launches.iter().filter(|l| l.task_id == task_id) {
-            if launched.last().is_none_or(|(v, _, _)| *v != l.version) {
-                launched.push((l.version, l.prompt, l.entry));
+            if launched.last().is_none_or(|(v, _)| *v != l.version) {
+                launched.push((l.version, l));
             }
         }
         for pair in launched.windows(2) {
-            let ((va, pa, _), (vb, pb, entry_b)) = (pair[0], pair[1]);
-            if pa != pb || vb <= va || requeued.contains(&(task_id, vb)) {
+            let ((va, a), (vb, b)) = (pair[0], pair[1]);
+            if a.prompt != b.prompt || vb <= va || requeued.contains(&(task_id, vb)) {
                 continue;
             }
             let from = f.recorded_at(task_id, va).unwrap_or(0);
-            let to = f.recorded_at(task_id, vb).unwrap_or(entry_b);
-            if !changed_between(f, n, remote_id, pa, from, to) {
+            let to = f.recorded_at(task_id, vb).unwrap_or(b.entry);
+            if !changed_between(f, n, remote_id, a, from, to) {
                 v.counts.noisy += 1;
                 v.push(
                     Invariant::Noisy,
                     Some(task_label(n)),
-                    Some(entry_b),
+                    Some(b.entry),
                     format!(
                         "versions {va} and {vb} carry the same event with no change in between"
                     ),
@@ -475,14 +471,14 @@ fn unchanged_versions(f: &Facts<'_>, v: &mut Verdict) {
 }
 
 /// Whether the remote state seen between history entries `from` and `to` could have changed
-/// the event away from `prompt` and back: a served report calling for another event (or none),
+/// the event `launch` showed away and back: a served report calling for another event (or none),
 /// enough failed polls for tracking to degrade, or, when `prompt` is already degraded, any
 /// failed poll (its error is part of the event).
 fn changed_between(
     f: &Facts<'_>,
     n: u32,
     remote_id: &str,
-    prompt: &str,
+    launch: &Launch<'_>,
     from: usize,
     to: usize,
 ) -> bool {
@@ -495,7 +491,7 @@ fn changed_between(
                 answer,
                 ..
             } if r == remote_id => match f.event_of(n, answer) {
-                Some(Some(ev)) if notification_prompt(&ev) == prompt => {}
+                Some(Some(ev)) if notification_prompt(&ev) == launch.prompt => {}
                 Some(_) => return true,
                 None => failures += 1,
             },
@@ -510,14 +506,13 @@ fn changed_between(
     }
     // A degraded event carries the last poll error: while degraded, any failed poll may change
     // it (a connection error after a 503) and the next one change it back.
-    let degraded = prompt.contains("\"tracking_degraded\":true");
+    let degraded = launch.shown.as_ref().is_some_and(|s| s.tracking_degraded);
     failures >= tasklatch_core::policy::DEGRADED_AFTER || (degraded && failures > 0)
 }
 
-fn status_in(prompt: &str) -> Option<&str> {
-    let start = prompt.find("\"status\":\"")? + "\"status\":\"".len();
-    let len = prompt[start..].find('"')?;
-    Some(&prompt[start..start + len])
+/// The status run `r`'s input showed, if it showed an event.
+fn shown_status<'r>(r: &'r Run<'_>) -> Option<&'r str> {
+    r.shown.as_ref().map(|s| s.status.as_str())
 }
 
 fn ordered(f: &Facts<'_>, v: &mut Verdict) {
@@ -537,14 +532,13 @@ fn ordered(f: &Facts<'_>, v: &mut Verdict) {
                 );
             }
         }
-        let terminal = ["completed", "failed", "cancelled"];
         if let Some(first_terminal) = delivered
             .iter()
-            .position(|r| status_in(r.prompt).is_some_and(|s| terminal.contains(&s)))
+            .position(|r| r.shown.as_ref().is_some_and(Shown::is_terminal))
         {
-            let status = status_in(delivered[first_terminal].prompt);
+            let terminal = shown_status(delivered[first_terminal]);
             for later in &delivered[first_terminal + 1..] {
-                if status_in(later.prompt) != status {
+                if shown_status(later) != terminal {
                     v.push(
                         Invariant::Ordered,
                         f.label(task_id),

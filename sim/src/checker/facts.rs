@@ -1,6 +1,7 @@
 //! Indexes over a history: who each task is, what the remote served, which runs were launched
 //! and how they ended. Built once; every invariant check reads from here.
 
+use super::shown::Shown;
 use crate::history::{parse_key, Entry, Event, LaunchAnswer, RemoteOp};
 use crate::naming::{owner_name, task_label, task_name, thread_name};
 use crate::plan::Plan;
@@ -27,6 +28,8 @@ pub struct Launch<'a> {
     pub key: &'a str,
     /// The hidden input.
     pub prompt: &'a str,
+    /// The event the hidden input shows, read once (`None` when it holds none).
+    pub shown: Option<Shown>,
     /// The gateway's answer.
     pub answer: &'a LaunchAnswer,
 }
@@ -43,6 +46,8 @@ pub struct Run<'a> {
     pub created: usize,
     /// The hidden input it carried.
     pub prompt: &'a str,
+    /// The event that input shows, read once (`None` when it holds none).
+    pub shown: Option<Shown>,
     /// How it ended (history index, status).
     pub end: Option<(usize, RunStatus)>,
 }
@@ -107,58 +112,64 @@ impl<'a> Facts<'a> {
             queued: Vec::new(),
         };
         for (i, e) in entries.iter().enumerate() {
-            match &e.event {
-                Event::SubmitSent { n, task_id } => {
-                    f.task_ids.insert(*n, task_id);
-                    f.n_of.insert(task_id, *n);
-                }
-                Event::RemoteCreated {
-                    n,
-                    remote_id,
-                    driver_data,
-                } => {
-                    f.remote.insert(*n, (remote_id, driver_data));
-                    f.n_of_remote.insert(remote_id, *n);
-                    f.holders.entry(remote_id).or_default().push(*n);
-                    f.held.insert(*n, remote_id);
-                    f.secrets.push(remote_id);
-                    f.secrets.push(driver_data);
-                }
-                Event::RemoteReused { n, remote_id } => {
-                    f.holders.entry(remote_id).or_default().push(*n);
-                    f.held.insert(*n, remote_id);
-                }
-                Event::StoreInsert {
-                    task_id,
-                    outcome: Ok(_),
-                    ..
-                } => {
-                    f.inserted.insert(task_id);
-                }
-                Event::LaunchServed {
-                    key,
-                    prompt,
-                    answer,
-                    created_run,
-                    ..
-                } => f.launched(i, key, prompt, answer, created_run.as_deref()),
-                Event::RunEnded { run, status, .. } => {
-                    if let Some(r) = f.runs.get_mut(run.as_str()) {
-                        r.end = Some((i, *status));
-                    }
-                }
-                Event::ThreadDeleted { owner, thread } => {
-                    f.deleted_threads.insert((owner, thread));
-                }
-                Event::AnswerSent { text, .. } => f.answers.push(text),
-                Event::RunRolledBack { run, .. } => {
-                    f.rolled_back.insert(run);
-                }
-                Event::RunQueued { run, key } => f.queued.push((i, run, key)),
-                _ => {}
-            }
+            f.index(i, &e.event);
         }
         f
+    }
+
+    /// Indexes history entry `i`.
+    fn index(&mut self, i: usize, event: &'a Event) {
+        let f = self;
+        match event {
+            Event::SubmitSent { n, task_id } => {
+                f.task_ids.insert(*n, task_id);
+                f.n_of.insert(task_id, *n);
+            }
+            Event::RemoteCreated {
+                n,
+                remote_id,
+                driver_data,
+            } => {
+                f.remote.insert(*n, (remote_id, driver_data));
+                f.n_of_remote.insert(remote_id, *n);
+                f.holders.entry(remote_id).or_default().push(*n);
+                f.held.insert(*n, remote_id);
+                f.secrets.push(remote_id);
+                f.secrets.push(driver_data);
+            }
+            Event::RemoteReused { n, remote_id } => {
+                f.holders.entry(remote_id).or_default().push(*n);
+                f.held.insert(*n, remote_id);
+            }
+            Event::StoreInsert {
+                task_id,
+                outcome: Ok(_),
+                ..
+            } => {
+                f.inserted.insert(task_id);
+            }
+            Event::LaunchServed {
+                key,
+                prompt,
+                answer,
+                created_run,
+                ..
+            } => f.launched(i, key, prompt, answer, created_run.as_deref()),
+            Event::RunEnded { run, status, .. } => {
+                if let Some(r) = f.runs.get_mut(run.as_str()) {
+                    r.end = Some((i, *status));
+                }
+            }
+            Event::ThreadDeleted { owner, thread } => {
+                f.deleted_threads.insert((owner, thread));
+            }
+            Event::AnswerSent { text, .. } => f.answers.push(text),
+            Event::RunRolledBack { run, .. } => {
+                f.rolled_back.insert(run);
+            }
+            Event::RunQueued { run, key } => f.queued.push((i, run, key)),
+            _ => {}
+        }
     }
 
     /// Launch entry `i`: a launch of a well-formed key, and the run it created, if any.
@@ -173,15 +184,7 @@ impl<'a> Facts<'a> {
         let Some((task_id, version, attempt)) = parse_key(key) else {
             return;
         };
-        self.launches.push(Launch {
-            entry: i,
-            task_id,
-            version,
-            attempt,
-            key,
-            prompt,
-            answer,
-        });
+        let shown = Shown::of(prompt);
         if let Some(run) = created_run {
             let created = Run {
                 run,
@@ -189,10 +192,21 @@ impl<'a> Facts<'a> {
                 version,
                 created: i,
                 prompt,
+                shown: shown.clone(),
                 end: None,
             };
             self.runs.insert(run, created);
         }
+        self.launches.push(Launch {
+            entry: i,
+            task_id,
+            version,
+            attempt,
+            key,
+            prompt,
+            shown,
+            answer,
+        });
     }
 
     /// The history index of the store's definitive refusal of task `task_id`'s row (an

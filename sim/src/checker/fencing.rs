@@ -13,6 +13,7 @@ use super::facts::Facts;
 use super::{Invariant, Verdict};
 use crate::history::{parse_key, Event, RemoteOp};
 use crate::naming::task_label;
+use crate::write_action::WriteAction;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::store::CancelOutcome;
@@ -119,7 +120,7 @@ fn poll_after_cancel(f: &Facts<'_>, v: &mut Verdict) {
             } => {
                 for r in rows
                     .iter()
-                    .filter(|r| r.outcome.is_ok() && ends_cancel(&r.action))
+                    .filter(|r| r.outcome.is_ok() && r.action.ends_cancel())
                 {
                     let floor = latest_poll.get(&r.task_id).copied().unwrap_or(0);
                     ended.entry(r.task_id.clone()).or_insert(floor);
@@ -131,7 +132,9 @@ fn poll_after_cancel(f: &Facts<'_>, v: &mut Verdict) {
                 ..
             } => {
                 for r in rows.iter().filter(|r| {
-                    r.outcome.is_ok() && r.action == "apply_poll" && cancelled.contains(&r.task_id)
+                    r.outcome.is_ok()
+                        && r.action == WriteAction::ApplyPoll
+                        && cancelled.contains(&r.task_id)
                 }) {
                     let what = match ended.get(&r.task_id) {
                         Some(floor) if r.token > *floor => continue,
@@ -144,14 +147,6 @@ fn poll_after_cancel(f: &Facts<'_>, v: &mut Verdict) {
             _ => {}
         }
     }
-}
-
-/// Whether a cancel-lease write of this action ends the cancel work.
-fn ends_cancel(action: &str) -> bool {
-    matches!(
-        action,
-        "cancel_finished" | "cancel_acknowledged" | "cancel_budget_exhausted"
-    )
 }
 
 /// Worker calls of one of `ops` about one remote task never overlap in time (each is made under
@@ -205,11 +200,11 @@ fn after_busy_and_gone(f: &Facts<'_>, v: &mut Verdict) {
                     let Ok((ev, _, _)) = r.outcome else { continue };
                     let m = max_version.entry(r.task_id.as_str()).or_default();
                     *m = (*m).max(ev);
-                    match (r.action.as_str(), r.version) {
-                        ("busy", _) => {
+                    match (r.action, r.version) {
+                        (WriteAction::Busy, _) => {
                             floor.insert(r.task_id.as_str(), (*m, i));
                         }
-                        ("thread_gone", Some(ver)) => {
+                        (WriteAction::ThreadGone, Some(ver)) => {
                             gone.insert((r.task_id.as_str(), ver));
                         }
                         _ => {}

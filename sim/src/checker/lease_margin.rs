@@ -18,19 +18,42 @@ use crate::timing::sim_policy;
 use std::collections::BTreeMap;
 use tasklatch_core::lease::LeaseKind;
 
+/// The simulated policy's lease of `kind`, in µs.
+fn lease_us(kind: LeaseKind) -> u64 {
+    let policy = sim_policy();
+    match kind {
+        LeaseKind::Poll => policy.poll_lease,
+        LeaseKind::Notify => policy.notify_lease,
+        LeaseKind::Cancel => policy.cancel_lease,
+    }
+    .as_micros() as u64
+}
+
+/// (worker, task id, lease kind) → when the newest grant was answered.
+type Granted<'a> = BTreeMap<(u32, &'a str, LeaseKind), u64>;
+
+/// When the newest `kind` grant that worker `w` holds for a task of `remote_id` was answered.
+fn newest_grant(
+    f: &Facts<'_>,
+    granted: &Granted<'_>,
+    w: u32,
+    remote_id: &str,
+    kind: LeaseKind,
+) -> Option<u64> {
+    f.holders
+        .get(remote_id)
+        .into_iter()
+        .flatten()
+        .filter_map(|n| f.task_ids.get(n))
+        .filter_map(|id| granted.get(&(w, *id, kind)))
+        .max()
+        .copied()
+}
+
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     let policy = sim_policy();
     let margin_us = policy.min_lease_left.as_micros() as u64;
-    let lease_us = |kind: LeaseKind| {
-        match kind {
-            LeaseKind::Poll => policy.poll_lease,
-            LeaseKind::Notify => policy.notify_lease,
-            LeaseKind::Cancel => policy.cancel_lease,
-        }
-        .as_micros() as u64
-    };
-    // (worker, task id, lease kind) → when the newest grant was answered.
-    let mut granted: BTreeMap<(u32, &str, LeaseKind), u64> = BTreeMap::new();
+    let mut granted: Granted<'_> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
         match &e.event {
             Event::StoreClaim {
@@ -61,15 +84,8 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
                 let Some(w) = lane.split('/').next().and_then(worker_number) else {
                     continue;
                 };
-                let tasks = f.holders.get(remote_id.as_str());
-                let newest = tasks
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|n| f.task_ids.get(n))
-                    .filter_map(|id| granted.get(&(w, *id, kind)))
-                    .max();
                 // A call no grant covers is another rule's business (the fencing of writes).
-                let Some(&grant_us) = newest else {
+                let Some(grant_us) = newest_grant(f, &granted, w, remote_id, kind) else {
                     continue;
                 };
                 if *started_us + margin_us >= grant_us + lease_us(kind) {

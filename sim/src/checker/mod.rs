@@ -11,6 +11,7 @@ mod clock_leases;
 mod degraded;
 mod delivery;
 mod disturbances;
+mod excuses;
 mod facts;
 mod fencing;
 mod injection;
@@ -22,6 +23,7 @@ mod reading;
 mod retention;
 mod runs;
 mod seal;
+mod shown;
 mod spacing;
 
 pub use facts::Facts;

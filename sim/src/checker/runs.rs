@@ -18,12 +18,13 @@
 //! of it) is excused: waking up, it may have too little of its lease left to call out, and the
 //! run is then interrupted by the next claimer, whose own lookup this rule checks in turn.
 
+use super::excuses::{excuse, Freezes};
 use super::facts::Facts;
 use super::{Invariant, Verdict};
-use crate::fault::FaultKind;
 use crate::history::Event;
 use crate::naming::{lane_name, worker_host};
 use crate::timing::{LEASE_MS, MAX_RUN_LIFE_SECS};
+use crate::write_action::WriteAction;
 use std::collections::BTreeMap;
 
 /// Slack over `max_run_life` before a run counts as too old: the engine measures a run's age
@@ -47,7 +48,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         if let Event::StoreWrite { rows, .. } = &e.event {
             for row in rows
                 .iter()
-                .filter(|r| r.action == "launched" && r.outcome.is_ok())
+                .filter(|r| r.action == WriteAction::Launched && r.outcome.is_ok())
             {
                 for run in named_at.keys() {
                     if f.runs.get(run).is_some_and(|r| r.task_id == row.task_id) {
@@ -110,12 +111,12 @@ fn paused_after(f: &Facts<'_>, i: usize, lane: &str) -> bool {
                 f.plan
                     .faults
                     .get(*index)
-                    .is_some_and(|fault| match fault.kind {
-                        FaultKind::Pause { worker, lane: l } => lane_name(worker, l) == lane,
-                        FaultKind::PauseAfterAnswer { worker, .. } => {
+                    .is_some_and(|fault| match excuse(&fault.kind).freezes {
+                        Freezes::Lane { worker, lane: l } => lane_name(worker, l) == lane,
+                        Freezes::Worker(worker) => {
                             lane.starts_with(&format!("{}/", worker_host(worker)))
                         }
-                        _ => false,
+                        Freezes::None => false,
                     })
             }
             _ => false,
@@ -128,6 +129,7 @@ mod tests {
     use crate::checker::{check, Invariant};
     use crate::generate::{generate, Knobs};
     use crate::history::{Entry, Event, LaunchAnswer, RowWrite};
+    use crate::write_action::WriteAction;
     use tasklatch_core::lease::{LeaseKind, Refusal};
     use tasklatch_core::status::NotifyStatus;
 
@@ -231,7 +233,7 @@ mod tests {
                     token: 1,
                     version: Some(1),
                     at_us: 0,
-                    action: "launched".into(),
+                    action: WriteAction::Launched,
                     outcome,
                 }],
                 dropped: false,

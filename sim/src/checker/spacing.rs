@@ -13,9 +13,9 @@
 //! after the last call is never judged: the run ends when it settles.
 
 use super::disturbances::Disturbances;
+use super::excuses::excuse;
 use super::facts::Facts;
 use super::{Invariant, Verdict};
-use crate::fault::{FaultKind, Service, Target};
 use crate::history::{Event, RemoteOp};
 use crate::timing::{sim_policy, PASS_INTERVAL};
 use std::collections::BTreeMap;
@@ -42,20 +42,10 @@ pub fn max_poll_gap() -> Duration {
     longest_delay + PASS_INTERVAL + SLACK
 }
 
-/// Whether a fault of this kind can keep workers from polling (rather than being served as a
-/// remote error, or touching only launches).
-fn disturbs_polling(kind: &FaultKind) -> bool {
-    match kind {
-        FaultKind::RemoteErrors | FaultKind::RemoteDown { .. } => false,
-        FaultKind::SlowRemote { .. } => true,
-        _ => kind.target() != Target::Service(Service::Gateway),
-    }
-}
-
 pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     let lease_us = sim_policy().poll_lease.as_micros() as u64;
     let base_us = max_poll_gap().as_micros() as u64;
-    let disturbances = Disturbances::of(f, lease_us, disturbs_polling);
+    let disturbances = Disturbances::of(f, lease_us, |kind| excuse(kind).polls);
     let allowed = |from: u64, to: u64| base_us + disturbances.extra(from, to);
     // Per stored task: when the server last took a call about it, and whether its last report
     // calls for a terminal event.

@@ -5,18 +5,23 @@
 //! `dispatched` write and the later lookup claim.
 
 use crate::history::RowWrite;
+use crate::write_action::WriteAction;
 use std::collections::BTreeMap;
 
 /// Accepted notification writes that end a run.
-const RUN_ENDS: [&str; 2] = ["run_succeeded", "run_failed"];
+const RUN_ENDS: [WriteAction; 2] = [WriteAction::RunSucceeded, WriteAction::RunFailed];
 
 /// Accepted notification writes that leave a run dispatched.
-const DISPATCHED: [&str; 3] = ["launched", "run_pending", "lookup_unavailable"];
+const DISPATCHED: [WriteAction; 3] = [
+    WriteAction::Launched,
+    WriteAction::RunPending,
+    WriteAction::LookupUnavailable,
+];
 
 /// Per task: the action of its last accepted notification write.
 #[derive(Default)]
 pub struct ConfirmedRuns {
-    last: BTreeMap<String, String>,
+    last: BTreeMap<String, WriteAction>,
 }
 
 impl ConfirmedRuns {
@@ -25,9 +30,8 @@ impl ConfirmedRuns {
         if w.outcome.is_err() {
             return false;
         }
-        let before = self.last.insert(w.task_id.clone(), w.action.clone());
-        RUN_ENDS.contains(&w.action.as_str())
-            && !before.is_some_and(|b| DISPATCHED.contains(&b.as_str()))
+        let before = self.last.insert(w.task_id.clone(), w.action);
+        RUN_ENDS.contains(&w.action) && !before.is_some_and(|b| DISPATCHED.contains(&b))
     }
 }
 
@@ -37,13 +41,13 @@ mod tests {
     use tasklatch_core::lease::Refusal;
     use tasklatch_core::status::NotifyStatus;
 
-    fn write(action: &str, accepted: bool) -> RowWrite {
+    fn write(action: WriteAction, accepted: bool) -> RowWrite {
         RowWrite {
             task_id: "t".into(),
             token: 1,
             version: Some(1),
             at_us: 0,
-            action: action.into(),
+            action,
             outcome: if accepted {
                 Ok((1, 0, NotifyStatus::Claimed))
             } else {
@@ -56,20 +60,23 @@ mod tests {
     fn a_run_end_is_confirmed_in_its_claim_only_when_nothing_dispatched_it() {
         let mut c = ConfirmedRuns::default();
         assert!(
-            c.observe(&write("run_succeeded", true)),
+            c.observe(&write(WriteAction::RunSucceeded, true)),
             "first write ends the run"
         );
-        assert!(!c.observe(&write("launched", true)));
-        assert!(!c.observe(&write("run_failed", true)), "dispatched first");
+        assert!(!c.observe(&write(WriteAction::Launched, true)));
         assert!(
-            c.observe(&write("run_failed", true)),
+            !c.observe(&write(WriteAction::RunFailed, true)),
+            "dispatched first"
+        );
+        assert!(
+            c.observe(&write(WriteAction::RunFailed, true)),
             "after a failure: launched again"
         );
-        assert!(!c.observe(&write("busy", true)));
+        assert!(!c.observe(&write(WriteAction::Busy, true)));
         assert!(
-            !c.observe(&write("run_succeeded", false)),
+            !c.observe(&write(WriteAction::RunSucceeded, false)),
             "refused writes count for nothing"
         );
-        assert!(c.observe(&write("run_succeeded", true)));
+        assert!(c.observe(&write(WriteAction::RunSucceeded, true)));
     }
 }

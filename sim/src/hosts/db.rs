@@ -7,6 +7,7 @@ use super::confirmed_runs::ConfirmedRuns;
 use super::lose_reply;
 use super::spent_budget::SpentBudgets;
 use crate::backend::Backend;
+use crate::coverage::Feature;
 use crate::ctx::{now_ms, timestamp, Ctx};
 use crate::fault::{FaultKind, Service};
 use crate::history::{Event, Grant, RowWrite};
@@ -14,6 +15,7 @@ use crate::naming::task_number;
 use crate::plan::QuirkKind;
 use crate::wire::db::{Envelope, StoreRequest, StoreResponse};
 use crate::wire::rpc::{serve, Reply};
+use crate::write_action::WriteAction;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -25,9 +27,6 @@ use tasklatch_core::store::{
 };
 use tasklatch_core::task::TaskRow;
 use tasklatch_core::time::Timestamp;
-use tasklatch_core::transitions::answer::AnswerAction;
-use tasklatch_core::transitions::cancel::CancelAction;
-use tasklatch_core::transitions::outbox::NotifyAction;
 
 /// The `db` host's software.
 pub async fn host(ctx: Arc<Ctx>, backend: Backend) -> turmoil::Result {
@@ -81,7 +80,7 @@ fn down(ctx: &Ctx, req: &StoreRequest) -> Option<StoreResponse> {
         req,
         StoreRequest::SettleSubmit(_, SubmitSettlement::Started(_), _)
     ) {
-        ctx.exercised("handle_write_met_store_down", "db", None);
+        ctx.exercised(Feature::HandleWriteMetStoreDown, "db", None);
     }
     Some(req.failed(StoreError::Unavailable(
         "the database is unreachable (failover)".into(),
@@ -182,42 +181,7 @@ fn world_time() -> StoreResponse {
     StoreResponse::Time(Ok(Some(timestamp(elapsed, 0))))
 }
 
-fn notify_action_name(a: &NotifyAction) -> &'static str {
-    match a {
-        NotifyAction::Launched(_) => "launched",
-        NotifyAction::Busy => "busy",
-        NotifyAction::ThreadGone => "thread_gone",
-        NotifyAction::LaunchFailed(_) => "launch_failed",
-        NotifyAction::RunSucceeded => "run_succeeded",
-        NotifyAction::RunFailed(_) => "run_failed",
-        NotifyAction::RunOutlived(_) => "run_outlived",
-        NotifyAction::RunPending => "run_pending",
-        NotifyAction::LookupUnavailable(_) => "lookup_unavailable",
-        NotifyAction::LaunchUnavailable(_) => "launch_unavailable",
-        NotifyAction::BudgetExhausted => "budget_exhausted",
-    }
-}
-
-fn answer_action_name(a: &AnswerAction) -> &'static str {
-    match a {
-        AnswerAction::Sent => "answer_sent",
-        AnswerAction::Unconfirmed(_) => "answer_unconfirmed",
-        AnswerAction::Failed(_) => "answer_failed",
-        AnswerAction::NotSent => "answer_not_sent",
-    }
-}
-
-fn cancel_action_name(a: &CancelAction) -> &'static str {
-    match a {
-        CancelAction::Finished(_) => "cancel_finished",
-        CancelAction::Acknowledged(_) => "cancel_acknowledged",
-        CancelAction::Failed(_) => "cancel_failed",
-        CancelAction::Unavailable(_) => "cancel_unavailable",
-        CancelAction::BudgetExhausted => "cancel_budget_exhausted",
-    }
-}
-
-type Row<'a> = (&'a str, u64, Option<u64>, Timestamp, &'static str);
+type Row<'a> = (&'a str, u64, Option<u64>, Timestamp, WriteAction);
 
 fn rows<'a>(writes: impl Iterator<Item = Row<'a>>, outcomes: &[WriteOutcome]) -> Vec<RowWrite> {
     writes
@@ -228,7 +192,7 @@ fn rows<'a>(writes: impl Iterator<Item = Row<'a>>, outcomes: &[WriteOutcome]) ->
                 token,
                 version,
                 at_us: at.as_micros(),
-                action: action.to_owned(),
+                action,
                 outcome: outcome
                     .as_ref()
                     .map(|w| (w.event_version, w.notified_version, w.notify_status))
@@ -260,7 +224,7 @@ fn record(
         ) => {
             record_writes(ctx, LeaseKind::Poll, poll_rows(w, o), dropped, seen);
             if !claimed.is_empty() {
-                ctx.exercised("notification_claimed_by_poll", "db", None);
+                ctx.exercised(Feature::NotificationClaimedByPoll, "db", None);
             }
             record_claim(ctx, LeaseKind::Notify, &hand_off.worker, claimed, dropped);
         }
@@ -334,14 +298,14 @@ fn record_writes(
     let h = &ctx.history;
     let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
     for r in rows.iter() {
-        if r.outcome.is_ok() && r.action == "cancel_budget_exhausted" {
-            ctx.exercised("cancel_dead_letter", "db", h.label_of(&r.task_id));
+        if r.outcome.is_ok() && r.action == WriteAction::CancelBudgetExhausted {
+            ctx.exercised(Feature::CancelDeadLetter, "db", h.label_of(&r.task_id));
         }
         if seen.spent.observe(r) {
-            ctx.exercised("budget_spent_newer_state", "db", h.label_of(&r.task_id));
+            ctx.exercised(Feature::BudgetSpentNewerState, "db", h.label_of(&r.task_id));
         }
         if lease == LeaseKind::Notify && seen.confirmed.observe(r) {
-            ctx.exercised("run_confirmed_in_claim", "db", h.label_of(&r.task_id));
+            ctx.exercised(Feature::RunConfirmedInClaim, "db", h.label_of(&r.task_id));
         }
     }
     drop(seen);
@@ -401,7 +365,7 @@ fn written(req: &StoreRequest, o: &[WriteOutcome]) -> Option<(LeaseKind, Vec<Row
         StoreRequest::ApplyPolls(w, _) => (LeaseKind::Poll, poll_rows(w, o)),
         StoreRequest::FinishNotifications(w, now) => {
             let w = w.iter().map(|w| {
-                let action = notify_action_name(&w.action);
+                let action = WriteAction::from(&w.action);
                 let version = Some(w.dispatch_version);
                 (w.task_id.as_str(), w.lease.token.0, version, *now, action)
             });
@@ -409,22 +373,28 @@ fn written(req: &StoreRequest, o: &[WriteOutcome]) -> Option<(LeaseKind, Vec<Row
         }
         StoreRequest::FinishCancels(w, now) => {
             let w = w.iter().map(|w| {
-                let action = cancel_action_name(&w.action);
+                let action = WriteAction::from(&w.action);
                 (w.task_id.as_str(), w.lease.token.0, None, *now, action)
             });
             (LeaseKind::Cancel, rows(w, o))
         }
         StoreRequest::FinishAnswers(w, now) => {
             let w = w.iter().map(|w| {
-                let action = answer_action_name(&w.action);
+                let action = WriteAction::from(&w.action);
                 (w.task_id.as_str(), w.lease.token.0, None, *now, action)
             });
             (LeaseKind::Poll, rows(w, o))
         }
         StoreRequest::Release(kind, r, now) => {
-            let r = r
-                .iter()
-                .map(|r| (r.task_id.as_str(), r.lease.token.0, None, *now, "release"));
+            let r = r.iter().map(|r| {
+                (
+                    r.task_id.as_str(),
+                    r.lease.token.0,
+                    None,
+                    *now,
+                    WriteAction::Release,
+                )
+            });
             (*kind, rows(r, o))
         }
         _ => return None,
@@ -440,7 +410,7 @@ fn poll_rows(writes: &[PollWrite], o: &[WriteOutcome]) -> Vec<RowWrite> {
             token,
             None,
             w.completed_at,
-            "apply_poll",
+            WriteAction::ApplyPoll,
         )
     });
     rows(w, o)

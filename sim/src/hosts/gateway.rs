@@ -6,16 +6,17 @@
 
 use crate::agent_server::AgentServer;
 use crate::backend::Backend;
+use crate::coverage::Feature;
 use crate::ctx::{now_ms, timestamp, Ctx};
 use crate::fault::{BadEnd, FaultKind, Service};
 use crate::gateway_mode::GatewayMode;
+use crate::generate::Stream;
 use crate::history::{parse_key, Event, LaunchAnswer};
 use crate::ledger_call::{LedgerAnswer, LedgerCall};
 use crate::naming::task_number;
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
 use crate::wire::rpc::{serve, Reply};
 use rand::Rng;
-use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
@@ -51,7 +52,7 @@ impl GatewayState {
             scheduled: BTreeSet::new(),
             lost: BTreeSet::new(),
             stubborn: BTreeSet::new(),
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6761_7465),
+            rng: Stream::GatewayHost.rng(seed),
             replies: AtomicU64::new(0),
             server: AgentServer::default(),
             keys: BTreeMap::new(),
@@ -174,7 +175,7 @@ pub(super) fn ignores_interrupt(ctx: &Ctx, state: &Mutex<GatewayState>, run: &Ru
         .stubborn
         .contains(run);
     if stubborn {
-        ctx.exercised("interrupt_ignored_run_went_on", "gateway", None);
+        ctx.exercised(Feature::InterruptIgnoredRunWentOn, "gateway", None);
     }
     stubborn
 }
@@ -187,7 +188,7 @@ pub(super) fn interrupted(ctx: &Ctx, state: &Mutex<GatewayState>, run: &RunId) {
         st.scheduled.remove(run);
         st.keys.get(run).cloned().unwrap_or_default()
     };
-    ctx.exercised("launcher_interrupted_stuck_run", "gateway", None);
+    ctx.exercised(Feature::LauncherInterruptedStuckRun, "gateway", None);
     record_end(ctx, run, &key, RunStatus::Interrupted);
 }
 
@@ -322,11 +323,11 @@ async fn start(
             }
         }
         LaunchOutcome::Busy => {
-            ctx.exercised("launcher_409_busy_thread", "gateway", None);
+            ctx.exercised(Feature::Launcher409BusyThread, "gateway", None);
             LaunchAnswer::Busy
         }
         LaunchOutcome::ThreadGone => {
-            ctx.exercised("launcher_404_thread_gone", "gateway", None);
+            ctx.exercised(Feature::Launcher404ThreadGone, "gateway", None);
             LaunchAnswer::Gone
         }
         LaunchOutcome::Failed(_) | LaunchOutcome::Unavailable(_) => LaunchAnswer::Error,

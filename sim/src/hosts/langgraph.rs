@@ -9,6 +9,7 @@
 
 use super::gateway::{schedule_end, GatewayState};
 use crate::agent_server::{Created, ASSISTANT};
+use crate::coverage::Feature;
 use crate::ctx::{now_ms, Ctx};
 use crate::fault::{FaultKind, Service};
 use crate::history::{Event, LaunchAnswer};
@@ -63,7 +64,7 @@ pub async fn handle(
             let rolled = lock(&state).server.rollback(&thread, &run);
             if rolled == Some(true) {
                 let key = lock(&state).keys.get(&run).cloned().unwrap_or_default();
-                ctx.exercised("launcher_rollback_newer_run", "gateway", None);
+                ctx.exercised(Feature::LauncherRollbackNewerRun, "gateway", None);
                 let event = Event::RunRolledBack {
                     run: run.to_string(),
                     key: key.clone(),
@@ -197,11 +198,11 @@ fn create(
                 }
             }
             Created::Busy => {
-                ctx.exercised("launcher_409_busy_thread", "gateway", None);
+                ctx.exercised(Feature::Launcher409BusyThread, "gateway", None);
                 (LaunchAnswer::Busy, CreateAnswer::Busy)
             }
             Created::NotFound => {
-                ctx.exercised("launcher_404_thread_gone", "gateway", None);
+                ctx.exercised(Feature::Launcher404ThreadGone, "gateway", None);
                 (LaunchAnswer::Gone, CreateAnswer::NotFound)
             }
         }

@@ -9,15 +9,16 @@
 //! after the task settled is the same — a stale poll can never make the last report differ
 //! from the state the engine applied.
 
+use crate::coverage::Feature;
 use crate::ctx::{now_ms, Ctx};
 use crate::fault::{FaultKind, Service};
+use crate::generate::Stream;
 use crate::history::{Event, RemoteOp};
 use crate::naming::{task_label, task_number};
 use crate::plan::{request_ids, CancelStyle, Content, QuirkKind, ScriptStatus, TaskPlan};
 use crate::wire::mcp::{McpAnswer, McpRequest, WireHint, WireReport, WireText};
 use crate::wire::rpc::{serve, Reply};
 use rand::RngCore;
-use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -86,7 +87,7 @@ impl McpState {
             tasks: BTreeMap::new(),
             forgotten: BTreeMap::new(),
             restarts: Default::default(),
-            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6d63_7073),
+            rng: Stream::McpHost.rng(seed),
             replies: Default::default(),
         }
     }
@@ -315,27 +316,27 @@ pub fn report(t: &RemoteTask, plan: &TaskPlan, view: View<'_>) -> McpAnswer {
 }
 
 /// The coverage names of a view's features.
-fn exercised_by(view: &View<'_>) -> Option<&'static str> {
+fn exercised_by(view: &View<'_>) -> Option<Feature> {
     match view {
-        View::Scripted(ScriptStatus::Cancelled, _) => Some("remote_cancelled_itself"),
+        View::Scripted(ScriptStatus::Cancelled, _) => Some(Feature::RemoteCancelledItself),
         View::Scripted(_, Some(c)) | View::Asking { text: Some(c), .. } => Some(match c {
             Content::Plain(_) => return None,
-            Content::Oversized(_) => "hostile_oversized",
-            Content::NulBytes(_) => "hostile_nul",
-            Content::InvalidUtf8(_) => "hostile_invalid_utf8",
-            Content::ForgedTags => "hostile_forged_tags",
-            Content::EchoSecrets => "hostile_secrets",
-            Content::Disguised(_) => "hostile_disguised",
+            Content::Oversized(_) => Feature::HostileOversized,
+            Content::NulBytes(_) => Feature::HostileNul,
+            Content::InvalidUtf8(_) => Feature::HostileInvalidUtf8,
+            Content::ForgedTags => Feature::HostileForgedTags,
+            Content::EchoSecrets => Feature::HostileSecrets,
+            Content::Disguised(_) => Feature::HostileDisguised,
         }),
         View::Quirk(q) => Some(match q {
-            QuirkKind::UnknownTask => "remote_unknown_task",
-            QuirkKind::NanHint => "hostile_nan_hint",
-            QuirkKind::WrongTaskId => "hostile_wrong_task_id",
-            QuirkKind::UnknownStatus => "hostile_unknown_status",
+            QuirkKind::UnknownTask => Feature::RemoteUnknownTask,
+            QuirkKind::NanHint => Feature::HostileNanHint,
+            QuirkKind::WrongTaskId => Feature::HostileWrongTaskId,
+            QuirkKind::UnknownStatus => Feature::HostileUnknownStatus,
             QuirkKind::OversizedInputRequest | QuirkKind::OversizedArtifact => {
-                "hostile_oversized_field"
+                Feature::HostileOversizedField
             }
-            QuirkKind::DuplicateHandle => "remote_duplicate_handle",
+            QuirkKind::DuplicateHandle => Feature::RemoteDuplicateHandle,
         }),
         _ => None,
     }
@@ -389,7 +390,11 @@ fn restart(ctx: &Ctx, st: &mut McpState, t: u64) {
             let Some(task) = st.tasks.remove(&remote_id) else {
                 continue;
             };
-            ctx.exercised("remote_restart_forgets", "mcp", Some(task_label(task.n)));
+            ctx.exercised(
+                Feature::RemoteRestartForgets,
+                "mcp",
+                Some(task_label(task.n)),
+            );
             st.forgotten.insert(remote_id, task.n);
         }
     }
@@ -487,7 +492,11 @@ fn submit(
         .cloned();
     let task = match (duplicate, earlier) {
         (true, Some(e)) => {
-            ctx.exercised("remote_duplicate_handle", "mcp", Some(task_label(plan.n)));
+            ctx.exercised(
+                Feature::RemoteDuplicateHandle,
+                "mcp",
+                Some(task_label(plan.n)),
+            );
             ctx.history.record(
                 "mcp",
                 Some(task_label(plan.n)),
@@ -558,9 +567,9 @@ fn create(ctx: &Ctx, st: &mut McpState, n: u32, owner: String, t: u64) -> Remote
     let (shape, remote_id, driver_data) = secrets(n, tag);
     let coverage = match shape {
         SecretShape::Apart => None,
-        SecretShape::Nested => Some("secret_nested"),
-        SecretShape::ShortId => Some("secret_short_id"),
-        SecretShape::ShortIdNested => Some("secret_short_id_nested"),
+        SecretShape::Nested => Some(Feature::SecretNested),
+        SecretShape::ShortId => Some(Feature::SecretShortId),
+        SecretShape::ShortIdNested => Some(Feature::SecretShortIdNested),
     };
     if let Some(what) = coverage {
         ctx.exercised(what, "mcp", Some(task_label(n)));
@@ -606,13 +615,13 @@ fn cancel(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {
     let view = view_at(task, plan, t);
     let label = Some(task_label(task.n));
     if matches!(view, View::Scripted(ScriptStatus::Cancelled, _)) {
-        ctx.exercised("cancel_after_remote_cancelled", "mcp", label.clone());
+        ctx.exercised(Feature::CancelAfterRemoteCancelled, "mcp", label.clone());
     }
     match plan.cancel_style {
         CancelStyle::RejectsWhenTerminal
             if matches!(view, View::Scripted(..) | View::Cancelled) && view.is_terminal() =>
         {
-            ctx.exercised("cancel_already_terminal", "mcp", label);
+            ctx.exercised(Feature::CancelAlreadyTerminal, "mcp", label);
             return McpAnswer::Rejected(format!("-32602: task {remote_id} is already terminal"));
         }
         _ if view.is_terminal() => {}
@@ -620,7 +629,7 @@ fn cancel(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnswer {
             if task.cancelled_ms.is_none() {
                 task.cancelled_ms = Some(t + after_ms);
             }
-            ctx.exercised("cancel_acknowledged", "mcp", label);
+            ctx.exercised(Feature::CancelAcknowledged, "mcp", label);
         }
         CancelStyle::Immediate | CancelStyle::RejectsWhenTerminal => {
             task.cancelled_ms = Some(t);
@@ -661,9 +670,9 @@ fn take_answer(
     let label = Some(task_label(task.n));
     ctx.exercised(
         if step.is_some() {
-            "answer_taken"
+            Feature::AnswerTaken
         } else {
-            "answer_ignored"
+            Feature::AnswerIgnored
         },
         "mcp",
         label.clone(),
@@ -695,8 +704,12 @@ fn served_view(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnsw
     }
     if let Some(status) = view.status() {
         match task.served.last() {
-            Some(last) if *last == status => ctx.exercised("remote_status_repeat", "mcp", label),
-            _ if task.served.contains(&status) => ctx.exercised("remote_status_flap", "mcp", label),
+            Some(last) if *last == status => {
+                ctx.exercised(Feature::RemoteStatusRepeat, "mcp", label)
+            }
+            _ if task.served.contains(&status) => {
+                ctx.exercised(Feature::RemoteStatusFlap, "mcp", label)
+            }
             _ => {}
         }
         if task.served.last() != Some(&status) {
@@ -735,7 +748,11 @@ fn count_failing(ctx: &Ctx, st: &mut McpState, remote_id: &str, answer: &McpAnsw
         if *streak == DEGRADED_AFTER {
             *runs += 1;
             if *runs == 2 {
-                ctx.exercised("remote_degraded_twice", "mcp", Some(task_label(task.n)));
+                ctx.exercised(
+                    Feature::RemoteDegradedTwice,
+                    "mcp",
+                    Some(task_label(task.n)),
+                );
             }
         }
     } else {

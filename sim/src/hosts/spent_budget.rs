@@ -6,14 +6,23 @@
 //! the newer version's delivery, which the checker's lost rule demands.
 
 use crate::history::RowWrite;
+use crate::write_action::WriteAction;
 use std::collections::BTreeMap;
 use tasklatch_core::policy::FAILURE_BUDGET;
 
 /// Accepted notification writes that count a failure.
-const FAILURES: [&str; 3] = ["launch_failed", "run_failed", "run_outlived"];
+const FAILURES: [WriteAction; 3] = [
+    WriteAction::LaunchFailed,
+    WriteAction::RunFailed,
+    WriteAction::RunOutlived,
+];
 
 /// Accepted notification writes that end a snapshot's dispatch.
-const ENDS: [&str; 3] = ["run_succeeded", "thread_gone", "budget_exhausted"];
+const ENDS: [WriteAction; 3] = [
+    WriteAction::RunSucceeded,
+    WriteAction::ThreadGone,
+    WriteAction::BudgetExhausted,
+];
 
 /// Per task: the snapshot version in flight and its counted failures, from accepted writes.
 #[derive(Default)]
@@ -36,7 +45,7 @@ impl SpentBudgets {
             if entry.0 != version {
                 *entry = (version, 0);
             }
-            if FAILURES.contains(&w.action.as_str()) {
+            if FAILURES.contains(&w.action) {
                 entry.1 += 1;
             }
         }
@@ -44,7 +53,7 @@ impl SpentBudgets {
             .in_flight
             .get(&w.task_id)
             .is_some_and(|(v, failures)| *failures >= FAILURE_BUDGET && event_version > *v);
-        if w.version.is_some() && ENDS.contains(&w.action.as_str()) {
+        if w.version.is_some() && ENDS.contains(&w.action) {
             self.in_flight.remove(&w.task_id);
         }
         spent_and_newer
@@ -56,13 +65,13 @@ mod tests {
     use super::*;
     use tasklatch_core::status::NotifyStatus;
 
-    fn write(action: &str, version: Option<u64>, event_version: u64) -> RowWrite {
+    fn write(action: WriteAction, version: Option<u64>, event_version: u64) -> RowWrite {
         RowWrite {
             task_id: "t".into(),
             token: 1,
             version,
             at_us: 0,
-            action: action.into(),
+            action,
             outcome: Ok((event_version, 0, NotifyStatus::Retry)),
         }
     }
@@ -71,14 +80,17 @@ mod tests {
     fn a_newer_version_after_five_failures_is_seen_once_the_budget_is_spent() {
         let mut s = SpentBudgets::default();
         for _ in 0..4 {
-            assert!(!s.observe(&write("run_failed", Some(1), 1)));
+            assert!(!s.observe(&write(WriteAction::RunFailed, Some(1), 1)));
         }
         assert!(
-            !s.observe(&write("apply_poll", None, 2)),
+            !s.observe(&write(WriteAction::ApplyPoll, None, 2)),
             "four failures only"
         );
-        assert!(s.observe(&write("run_failed", Some(1), 2)));
-        assert!(s.observe(&write("budget_exhausted", Some(1), 2)));
-        assert!(!s.observe(&write("apply_poll", None, 3)), "dispatch ended");
+        assert!(s.observe(&write(WriteAction::RunFailed, Some(1), 2)));
+        assert!(s.observe(&write(WriteAction::BudgetExhausted, Some(1), 2)));
+        assert!(
+            !s.observe(&write(WriteAction::ApplyPoll, None, 3)),
+            "dispatch ended"
+        );
     }
 }

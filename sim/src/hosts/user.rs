@@ -1,6 +1,7 @@
 //! The `user` host: users submitting tasks, cancelling and answering (their own and others'),
 //! deleting threads and listing — everything they see is recorded.
 
+use crate::coverage::Feature;
 use crate::ctx::{now_ms, Ctx};
 use crate::history::Event;
 use crate::naming::{owner_name, task_label, task_name, thread_name, USER_HOST};
@@ -144,7 +145,7 @@ async fn submit(
         .iter()
         .any(|o| o.n != t.n && o.submit_at_ms == t.submit_at_ms)
     {
-        ctx.exercised("submit_burst", USER_HOST, None);
+        ctx.exercised(Feature::SubmitBurst, USER_HOST, None);
     }
     let ids = RecordingIds {
         n: t.n,
@@ -173,7 +174,7 @@ async fn submit(
     // The owner looks at a stored hostile-named task's thread at once: its listing and run
     // context show the name to a model (DOMAIN §8), so every such task is seen there.
     if t.hostile_name && stored {
-        ctx.exercised("hostile_task_name", USER_HOST, Some(task_label(t.n)));
+        ctx.exercised(Feature::HostileTaskName, USER_HOST, Some(task_label(t.n)));
         look(ctx, engine, owner_name(t.owner), &scope(t.owner, t.thread)).await;
     }
 }
@@ -247,7 +248,7 @@ async fn act(
             let Some(victim) = ctx.plan.task(task) else {
                 return;
             };
-            ctx.exercised("cancel_foreign", USER_HOST, Some(task_label(task)));
+            ctx.exercised(Feature::CancelForeign, USER_HOST, Some(task_label(task)));
             // The intruder knows the victim's exact thread id, and its task's id or name: only
             // the owner tells them apart.
             let intruder = Scope {
@@ -257,13 +258,17 @@ async fn act(
             let target = if at_ms % 2 == 0 {
                 CancelTarget::Id(id)
             } else {
-                ctx.exercised("cancel_foreign_by_name", USER_HOST, Some(task_label(task)));
+                ctx.exercised(
+                    Feature::CancelForeignByName,
+                    USER_HOST,
+                    Some(task_label(task)),
+                );
                 CancelTarget::Name(task_name(victim))
             };
             cancel(ctx, engine, task, intruder, target, 0).await;
         }
         UserAction::DeleteThread { owner, thread, .. } => {
-            ctx.exercised("thread_deleted", USER_HOST, None);
+            ctx.exercised(Feature::ThreadDeleted, USER_HOST, None);
             let thread_id = thread_name(owner, thread).into();
             admin(launcher, GatewayRequest::DeleteThread(thread_id)).await;
             let event = Event::ThreadDeleted {
@@ -275,7 +280,11 @@ async fn act(
         UserAction::Requeue { task, .. } => {
             let Some(id) = id_of(task) else { return };
             if let Ok(RequeueOutcome::Requeued(_)) = engine.requeue_dead_letter(&id).await {
-                ctx.exercised("dead_letter_requeued", USER_HOST, Some(task_label(task)));
+                ctx.exercised(
+                    Feature::DeadLetterRequeued,
+                    USER_HOST,
+                    Some(task_label(task)),
+                );
             }
         }
         UserAction::Answer {
@@ -303,7 +312,7 @@ async fn act(
                 .unwrap_or(1);
             let intruder = (owner + 1) % owners;
             if intruder != owner {
-                ctx.exercised("list_foreign", USER_HOST, None);
+                ctx.exercised(Feature::ListForeign, USER_HOST, None);
                 look(ctx, engine, owner_name(intruder), &victim).await;
             }
         }
@@ -347,7 +356,7 @@ async fn answer(
 ) {
     let mut s = scope(plan.owner, plan.thread);
     if let Some(intruder) = by_owner {
-        ctx.exercised("answer_foreign", USER_HOST, Some(task_label(plan.n)));
+        ctx.exercised(Feature::AnswerForeign, USER_HOST, Some(task_label(plan.n)));
         s.owner = owner_name(intruder).into();
     }
     let by = s.owner.to_string();
@@ -396,7 +405,7 @@ async fn owner_cancel(
     };
     let s = scope(plan.owner, plan.thread);
     if concurrent {
-        ctx.exercised("cancel_concurrent", USER_HOST, Some(task_label(n)));
+        ctx.exercised(Feature::CancelConcurrent, USER_HOST, Some(task_label(n)));
         let other = {
             let (ctx, engine, s, target) = (ctx.clone(), engine.clone(), s.clone(), target.clone());
             tokio::task::spawn_local(async move { cancel(&ctx, &engine, n, s, target, 1).await })
@@ -407,10 +416,10 @@ async fn owner_cancel(
         cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
     }
     if matches!(target, CancelTarget::Name(_)) {
-        ctx.exercised("cancel_by_name", USER_HOST, Some(task_label(n)));
+        ctx.exercised(Feature::CancelByName, USER_HOST, Some(task_label(n)));
     }
     for _ in 0..repeats {
-        ctx.exercised("cancel_repeated", USER_HOST, Some(task_label(n)));
+        ctx.exercised(Feature::CancelRepeated, USER_HOST, Some(task_label(n)));
         tokio::time::sleep(Duration::from_secs(1)).await;
         cancel(ctx, engine, n, s.clone(), target.clone(), 0).await;
     }

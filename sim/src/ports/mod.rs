@@ -16,6 +16,7 @@ pub use driver::RpcDriver;
 pub use launcher::RpcLauncher;
 pub use store::RpcStore;
 
+use crate::coverage::Feature;
 use crate::ctx::{now_ms, Ctx};
 use crate::fault::FaultKind;
 use std::sync::Arc;
@@ -114,7 +115,7 @@ impl Caller {
                 self.ctx
                     .step_clock_back(worker, t, t + CLOCK_STEP_AT_NEWS_MS, back_ms);
                 self.ctx
-                    .exercised("worker_clock_stepped_at_news", &self.host(), None);
+                    .exercised(Feature::WorkerClockSteppedAtNews, &self.host(), None);
             }
         }
     }
@@ -145,7 +146,7 @@ impl Caller {
                     let until_ms = t + pause_ms + CLOCK_STEP_OUTLASTS_PAUSE_MS;
                     self.ctx.step_clock_back(worker, t, until_ms, back_ms);
                     self.ctx
-                        .exercised("worker_clock_stepped_back", &self.host(), None);
+                        .exercised(Feature::WorkerClockSteppedBack, &self.host(), None);
                 }
                 tokio::time::sleep(Duration::from_millis(pause_ms)).await;
             }

@@ -81,6 +81,9 @@ fn world(plan: &Plan, event: &Event) -> Option<String> {
             target(plan, *index)
         ),
         Event::Exercised { what } => format!("exercised {what}"),
+        Event::RowRuleBroken { rule } => {
+            format!("the engine found row rule {rule} broken (planted bug active)")
+        }
         Event::HostStarted => "host (re)started its software".to_owned(),
         _ => return None,
     })
@@ -146,6 +149,11 @@ fn user(event: &Event) -> Option<String> {
 
 /// What the remote server and the launcher served, and what the ports saw of it.
 fn service(event: &Event) -> Option<String> {
+    remote(event).or_else(|| launcher(event))
+}
+
+/// What the remote server served, and what the ports saw of it.
+fn remote(event: &Event) -> Option<String> {
     Some(match event {
         Event::RemoteCreated { n, remote_id, .. } => {
             format!("remote task {remote_id} created for {}", task_label(*n))
@@ -197,6 +205,13 @@ fn service(event: &Event) -> Option<String> {
             secs(*started_us),
             if *answered { "answered" } else { "no answer" }
         ),
+        _ => return None,
+    })
+}
+
+/// What the launcher served, and what the ports saw of it.
+fn launcher(event: &Event) -> Option<String> {
+    Some(match event {
         Event::LaunchServed {
             key,
             prompt,
@@ -232,6 +247,9 @@ fn service(event: &Event) -> Option<String> {
 
 /// What the store answered; batched calls list the rows `keep` accepts.
 fn store(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
+    if let Some(batch) = batch(event, keep) {
+        return Some(batch);
+    }
     Some(match event {
         Event::StoreInsert {
             task_id,
@@ -245,6 +263,40 @@ fn store(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
                 dropped_note(*dropped)
             ),
         },
+        Event::StoreCancel {
+            owner,
+            thread,
+            outcome,
+            dropped,
+        } => {
+            format!(
+                "cancel by {owner} in {thread}: {}{}",
+                cancel_outcome(outcome),
+                dropped_note(*dropped)
+            )
+        }
+        Event::StoreError { op, error } => format!("store error in {op}: {}", excerpt(error)),
+        Event::StoreRequeue {
+            outcome, dropped, ..
+        } => {
+            let what = match outcome {
+                RequeueOutcome::Requeued(v) => format!("requeued as version {v}"),
+                RequeueOutcome::NotDeadLettered => "not dead-lettered, unchanged".into(),
+                RequeueOutcome::NothingToDeliver => "nothing to deliver, unchanged".into(),
+                RequeueOutcome::NotFound => "no such task".into(),
+            };
+            format!(
+                "operator requeue of a dead letter: {what}{}",
+                dropped_note(*dropped)
+            )
+        }
+        _ => return None,
+    })
+}
+
+/// A batched claim or write of the store, listing the rows `keep` accepts.
+fn batch(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
+    Some(match event {
         Event::StoreClaim {
             lease,
             worker,
@@ -277,33 +329,6 @@ fn store(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
                 "{} write: {}{}",
                 lease.as_str(),
                 listed(&rows),
-                dropped_note(*dropped)
-            )
-        }
-        Event::StoreCancel {
-            owner,
-            thread,
-            outcome,
-            dropped,
-        } => {
-            format!(
-                "cancel by {owner} in {thread}: {}{}",
-                cancel_outcome(outcome),
-                dropped_note(*dropped)
-            )
-        }
-        Event::StoreError { op, error } => format!("store error in {op}: {}", excerpt(error)),
-        Event::StoreRequeue {
-            outcome, dropped, ..
-        } => {
-            let what = match outcome {
-                RequeueOutcome::Requeued(v) => format!("requeued as version {v}"),
-                RequeueOutcome::NotDeadLettered => "not dead-lettered, unchanged".into(),
-                RequeueOutcome::NothingToDeliver => "nothing to deliver, unchanged".into(),
-                RequeueOutcome::NotFound => "no such task".into(),
-            };
-            format!(
-                "operator requeue of a dead letter: {what}{}",
                 dropped_note(*dropped)
             )
         }

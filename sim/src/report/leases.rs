@@ -9,6 +9,7 @@
 use super::describe::secs;
 use super::escape::text;
 use super::geometry::Geometry;
+use crate::write_action::WriteAction;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use tasklatch_core::lease::LeaseKind;
@@ -68,7 +69,14 @@ impl<'a> LeaseBars<'a> {
     }
 
     /// An accepted write by `action` at `t` with `token`: ends the lease it was made under.
-    pub fn written(&mut self, task_id: &str, kind: LeaseKind, token: u64, t: u64, action: &str) {
+    pub fn written(
+        &mut self,
+        task_id: &str,
+        kind: LeaseKind,
+        token: u64,
+        t: u64,
+        action: WriteAction,
+    ) {
         let key = (task_id.to_owned(), kind.as_str());
         if self.open.get(&key).is_some_and(|l| l.token == token) {
             if let Some(l) = self.open.remove(&key) {

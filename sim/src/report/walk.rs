@@ -282,7 +282,7 @@ impl Walk<'_> {
                 Ok((event_v, notified_v, status)) => {
                     let notified = (*notified_v, status.as_str().to_owned());
                     self.version(row, label, *event_v, notified, t, detail);
-                    self.leases.written(&r.task_id, kind, r.token, t, &r.action);
+                    self.leases.written(&r.task_id, kind, r.token, t, r.action);
                 }
                 Err(_) => self
                     .points
@@ -359,6 +359,7 @@ fn simple(event: &Event) -> Option<Look> {
     Some(match event {
         Event::HostStarted => (Lane::Recorder, Slot::Mark, Glyph::Up, "up"),
         Event::Exercised { .. } => (Lane::TaskElseRecorder, Slot::Mark, Glyph::Tick, "ex"),
+        Event::RowRuleBroken { .. } => (Lane::TaskElseRecorder, Slot::Mark, Glyph::Cross, "err"),
         Event::ThreadCreated { .. } => (Lane::Host("gateway"), Slot::Mark, Glyph::Square, "thr"),
         Event::ThreadDeleted { .. } => (Lane::Host("user"), Slot::Mark, Glyph::Cross, "thd"),
         Event::Listed { answer, .. } => {
