@@ -7,7 +7,7 @@ use crate::ctx::{Ctx, EPOCH_SECS};
 use crate::fault::{Fault, FaultKind, Service};
 use crate::history::{history_hash, Entry, Event};
 use crate::hosts::gateway::GatewayState;
-use crate::hosts::mcp::{view_at, McpState};
+use crate::hosts::mcp::{view_at, McpState, RemoteTruth};
 use crate::hosts::{db, gateway, mcp, user, worker};
 use crate::naming::{task_label, worker_host};
 use crate::plan::Plan;
@@ -118,7 +118,13 @@ fn record_truths(ctx: &Ctx, mcp: &Mutex<McpState>, elapsed: Duration) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .truths(&ctx.plan, t_ms);
-    for (n, remote_id, answer, forgotten) in truths {
+    for RemoteTruth {
+        n,
+        remote_id,
+        answer,
+        forgotten,
+    } in truths
+    {
         let event = Event::RemoteTruth {
             remote_id,
             answer,

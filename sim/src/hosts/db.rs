@@ -3,10 +3,10 @@
 //! A `LoseReplies` fault makes it do the work (the transaction commits) and then drop the
 //! reply: the caller cannot tell a lost request from a lost reply.
 
-use super::confirmed_runs::ConfirmedRuns;
-use super::lose_reply;
-use super::spent_budget::SpentBudgets;
+use super::lost_replies::lose_reply;
 use crate::backend::Backend;
+use crate::coverage::confirmed_runs::ConfirmedRuns;
+use crate::coverage::spent_budget::SpentBudgets;
 use crate::coverage::Feature;
 use crate::ctx::{now_ms, timestamp, Ctx};
 use crate::fault::{FaultKind, Service};

@@ -206,6 +206,8 @@ async fn cancel(
         .record(USER_HOST, label, Event::CancelAnswered { n, by, answer });
 }
 
+/// Carries out user action `a` (tasks named by their plan number, found by the ids their
+/// submits were given; an action on a task whose submit never got an id is skipped).
 async fn act(
     ctx: &Arc<Ctx>,
     engine: &Rc<SimEngine>,
@@ -245,47 +247,14 @@ async fn act(
             at_ms,
         } => {
             let Some(id) = id_of(task) else { return };
-            let Some(victim) = ctx.plan.task(task) else {
-                return;
-            };
-            ctx.exercised(Feature::CancelForeign, USER_HOST, Some(task_label(task)));
-            // The intruder knows the victim's exact thread id, and its task's id or name: only
-            // the owner tells them apart.
-            let intruder = Scope {
-                owner: owner_name(by_owner).into(),
-                thread: thread_name(victim.owner, victim.thread).into(),
-            };
-            let target = if at_ms % 2 == 0 {
-                CancelTarget::Id(id)
-            } else {
-                ctx.exercised(
-                    Feature::CancelForeignByName,
-                    USER_HOST,
-                    Some(task_label(task)),
-                );
-                CancelTarget::Name(task_name(victim))
-            };
-            cancel(ctx, engine, task, intruder, target, 0).await;
+            foreign_cancel(ctx, engine, task, id, by_owner, at_ms).await;
         }
         UserAction::DeleteThread { owner, thread, .. } => {
-            ctx.exercised(Feature::ThreadDeleted, USER_HOST, None);
-            let thread_id = thread_name(owner, thread).into();
-            admin(launcher, GatewayRequest::DeleteThread(thread_id)).await;
-            let event = Event::ThreadDeleted {
-                owner: owner_name(owner),
-                thread: thread_name(owner, thread),
-            };
-            ctx.history.record(USER_HOST, None, event);
+            delete_thread(ctx, launcher, owner, thread).await;
         }
         UserAction::Requeue { task, .. } => {
             let Some(id) = id_of(task) else { return };
-            if let Ok(RequeueOutcome::Requeued(_)) = engine.requeue_dead_letter(&id).await {
-                ctx.exercised(
-                    Feature::DeadLetterRequeued,
-                    USER_HOST,
-                    Some(task_label(task)),
-                );
-            }
+            requeue(ctx, engine, task, id).await;
         }
         UserAction::Answer {
             task,
@@ -299,23 +268,81 @@ async fn act(
             let request_id = request_id_at(plan, at_ms, question);
             answer(ctx, engine, plan, id, (request_id, at_ms), by_owner).await;
         }
-        UserAction::List { owner, thread, .. } => {
-            let victim = scope(owner, thread);
-            look(ctx, engine, owner_name(owner), &victim).await;
-            // Another owner presenting this thread's exact id sees nothing of it.
-            let owners = ctx
-                .plan
-                .tasks
-                .iter()
-                .map(|t| t.owner + 1)
-                .max()
-                .unwrap_or(1);
-            let intruder = (owner + 1) % owners;
-            if intruder != owner {
-                ctx.exercised(Feature::ListForeign, USER_HOST, None);
-                look(ctx, engine, owner_name(intruder), &victim).await;
-            }
-        }
+        UserAction::List { owner, thread, .. } => list(ctx, engine, owner, thread).await,
+    }
+}
+
+/// Owner `by_owner` cancels task `task` (id `id`) of another owner: the intruder knows the
+/// victim's exact thread id, and the task's id (at an even `at_ms`) or name (odd) — only the
+/// owner tells them apart.
+async fn foreign_cancel(
+    ctx: &Arc<Ctx>,
+    engine: &SimEngine,
+    task: u32,
+    id: TaskId,
+    by_owner: u32,
+    at_ms: u64,
+) {
+    let Some(victim) = ctx.plan.task(task) else {
+        return;
+    };
+    ctx.exercised(Feature::CancelForeign, USER_HOST, Some(task_label(task)));
+    let intruder = Scope {
+        owner: owner_name(by_owner).into(),
+        thread: thread_name(victim.owner, victim.thread).into(),
+    };
+    let target = if at_ms % 2 == 0 {
+        CancelTarget::Id(id)
+    } else {
+        ctx.exercised(
+            Feature::CancelForeignByName,
+            USER_HOST,
+            Some(task_label(task)),
+        );
+        CancelTarget::Name(task_name(victim))
+    };
+    cancel(ctx, engine, task, intruder, target, 0).await;
+}
+
+/// Owner `owner` deletes its thread `thread` at the gateway (retried until done), recorded.
+async fn delete_thread(ctx: &Ctx, launcher: &RpcLauncher, owner: u32, thread: u32) {
+    ctx.exercised(Feature::ThreadDeleted, USER_HOST, None);
+    let thread_id = thread_name(owner, thread).into();
+    admin(launcher, GatewayRequest::DeleteThread(thread_id)).await;
+    let event = Event::ThreadDeleted {
+        owner: owner_name(owner),
+        thread: thread_name(owner, thread),
+    };
+    ctx.history.record(USER_HOST, None, event);
+}
+
+/// The owner of task `task` (id `id`) requeues its dead letter.
+async fn requeue(ctx: &Ctx, engine: &SimEngine, task: u32, id: TaskId) {
+    if let Ok(RequeueOutcome::Requeued(_)) = engine.requeue_dead_letter(&id).await {
+        ctx.exercised(
+            Feature::DeadLetterRequeued,
+            USER_HOST,
+            Some(task_label(task)),
+        );
+    }
+}
+
+/// Owner `owner` looks at its thread `thread`; then another owner, presenting the thread's
+/// exact id, looks too and must see nothing of it.
+async fn list(ctx: &Arc<Ctx>, engine: &SimEngine, owner: u32, thread: u32) {
+    let victim = scope(owner, thread);
+    look(ctx, engine, owner_name(owner), &victim).await;
+    let owners = ctx
+        .plan
+        .tasks
+        .iter()
+        .map(|t| t.owner + 1)
+        .max()
+        .unwrap_or(1);
+    let intruder = (owner + 1) % owners;
+    if intruder != owner {
+        ctx.exercised(Feature::ListForeign, USER_HOST, None);
+        look(ctx, engine, owner_name(intruder), &victim).await;
     }
 }
 

@@ -16,7 +16,8 @@
 //!    look fails, the new run is rolled back and the launch failed: a run is only kept once a
 //!    look has confirmed it is the oldest.
 
-use super::launcher::RpcLauncher;
+use super::caller::Caller;
+use super::gateway_call::call_gateway;
 use crate::agent_server::ASSISTANT;
 use crate::wire::gateway::{CreateAnswer, GatewayRequest, GatewayResponse, ListedRun};
 use tasklatch_core::ids::{RunId, ThreadId};
@@ -36,46 +37,47 @@ enum Look {
     NotFound,
 }
 
-/// `start_run` against the simulated Agent Server.
-pub async fn start_run(l: &RpcLauncher, req: &RunRequest) -> LaunchOutcome {
-    let budget = l.caller.ctx.timeouts.launcher;
+/// `start_run` against the simulated Agent Server, every call made as `caller` (whose lane
+/// pauses where the module doc says).
+pub async fn start_run(caller: &Caller, req: &RunRequest) -> LaunchOutcome {
+    let budget = caller.ctx.timeouts.launcher;
     let deadline = Instant::now() + budget;
     if !mutation::active(Mutant::LauncherSkipsKeyLookup) {
-        match look(l, &req.thread, &req.key, deadline).await {
+        match look(&req.thread, &req.key, deadline).await {
             Ok(Look::Runs(seen)) => {
                 if let Some(d) = oldest_wins(None, &seen) {
-                    cancel_all(l, &req.thread, &d.cancel, deadline).await;
+                    cancel_all(&req.thread, &d.cancel, deadline).await;
                     return LaunchOutcome::Started(d.deliver);
                 }
             }
-            Ok(Look::NotFound) => return not_found(l, deadline).await,
+            Ok(Look::NotFound) => return not_found(deadline).await,
             Err(e) => return LaunchOutcome::Unavailable(format!("run lookup: {e}")),
         }
     }
     if Instant::now() >= deadline {
         return LaunchOutcome::Unavailable("the call's deadline passed before the create".into());
     }
-    l.caller.after_call().await;
-    let mine = match create(l, req, deadline).await {
+    caller.after_call().await;
+    let mine = match create(req, deadline).await {
         Ok(CreateAnswer::Created(run)) => run,
         Ok(CreateAnswer::Busy) => return LaunchOutcome::Busy,
-        Ok(CreateAnswer::NotFound) => return not_found(l, deadline).await,
+        Ok(CreateAnswer::NotFound) => return not_found(deadline).await,
         Ok(CreateAnswer::Error(e)) | Err(e) => {
             return LaunchOutcome::Unavailable(format!("create: {e}; the run may exist"))
         }
     };
-    l.caller.after_call().await;
-    second_look(l, req, mine).await
+    caller.after_call().await;
+    second_look(caller, req, mine).await
 }
 
 /// After a create: look again, keep the oldest run holding the key, roll back the others.
-async fn second_look(l: &RpcLauncher, req: &RunRequest, mine: RunId) -> LaunchOutcome {
-    let deadline = Instant::now() + l.caller.ctx.timeouts.launcher;
-    let seen = match look(l, &req.thread, &req.key, deadline).await {
+async fn second_look(caller: &Caller, req: &RunRequest, mine: RunId) -> LaunchOutcome {
+    let deadline = Instant::now() + caller.ctx.timeouts.launcher;
+    let seen = match look(&req.thread, &req.key, deadline).await {
         Ok(Look::Runs(seen)) => seen,
         Ok(Look::NotFound) => return LaunchOutcome::ThreadGone,
         Err(e) => {
-            cancel_all(l, &req.thread, std::slice::from_ref(&mine), deadline).await;
+            cancel_all(&req.thread, std::slice::from_ref(&mine), deadline).await;
             return LaunchOutcome::Unavailable(format!(
                 "second look: {e}; the new run was rolled back"
             ));
@@ -83,7 +85,7 @@ async fn second_look(l: &RpcLauncher, req: &RunRequest, mine: RunId) -> LaunchOu
     };
     match oldest_wins(Some(&mine), &seen) {
         Some(d) => {
-            cancel_all(l, &req.thread, &d.cancel, deadline).await;
+            cancel_all(&req.thread, &d.cancel, deadline).await;
             LaunchOutcome::Started(d.deliver)
         }
         None => LaunchOutcome::Started(mine),
@@ -101,12 +103,7 @@ fn left(deadline: Instant) -> Result<std::time::Duration, String> {
 
 /// The runs of `thread` holding `key`: pages newest first until the first page holding the
 /// key, a short page, or the page limit.
-async fn look(
-    l: &RpcLauncher,
-    thread: &ThreadId,
-    key: &str,
-    deadline: Instant,
-) -> Result<Look, String> {
+async fn look(thread: &ThreadId, key: &str, deadline: Instant) -> Result<Look, String> {
     let mut seen = Vec::new();
     for page in 0..PAGE_LIMIT {
         let req = GatewayRequest::ListRuns {
@@ -114,7 +111,7 @@ async fn look(
             limit: PAGE_SIZE,
             offset: page * PAGE_SIZE,
         };
-        let runs: Vec<ListedRun> = match l.call_within(req, left(deadline)?).await {
+        let runs: Vec<ListedRun> = match call_gateway(&req, left(deadline)?).await {
             Ok(GatewayResponse::Runs(Ok(Some(runs)))) => runs,
             Ok(GatewayResponse::Runs(Ok(None))) => return Ok(Look::NotFound),
             Ok(GatewayResponse::Runs(Err(e))) => return Err(e),
@@ -134,17 +131,14 @@ async fn look(
     Ok(Look::Runs(seen))
 }
 
-async fn create(
-    l: &RpcLauncher,
-    req: &RunRequest,
-    deadline: Instant,
-) -> Result<CreateAnswer, String> {
+/// The create, with the `reject` strategy, of a run for `req`.
+async fn create(req: &RunRequest, deadline: Instant) -> Result<CreateAnswer, String> {
     let call = GatewayRequest::CreateRun {
         req: req.clone(),
         assistant: ASSISTANT.into(),
         reject: true,
     };
-    match l.call_within(call, left(deadline)?).await {
+    match call_gateway(&call, left(deadline)?).await {
         Ok(GatewayResponse::Created(answer)) => Ok(answer),
         Ok(_) => Err("unexpected answer".into()),
         Err(e) => Err(e.to_string()),
@@ -152,26 +146,23 @@ async fn create(
 }
 
 /// Rolls back `runs` (best effort: a run that already ended stays, and is a duplicate).
-async fn cancel_all(l: &RpcLauncher, thread: &ThreadId, runs: &[RunId], deadline: Instant) {
+async fn cancel_all(thread: &ThreadId, runs: &[RunId], deadline: Instant) {
     for run in runs {
         let Ok(time) = left(deadline) else { return };
         let req = GatewayRequest::CancelRun {
             thread: thread.clone(),
             run: run.clone(),
         };
-        let _ = l.call_within(req, time).await;
+        let _ = call_gateway(&req, time).await;
     }
 }
 
 /// A 404: the thread is gone if the assistant exists (the server's 404 names either).
-async fn not_found(l: &RpcLauncher, deadline: Instant) -> LaunchOutcome {
+async fn not_found(deadline: Instant) -> LaunchOutcome {
     let Ok(time) = left(deadline) else {
         return LaunchOutcome::Unavailable("404, and no time left to check the assistant".into());
     };
-    match l
-        .call_within(GatewayRequest::GetAssistant(ASSISTANT.into()), time)
-        .await
-    {
+    match call_gateway(&GatewayRequest::GetAssistant(ASSISTANT.into()), time).await {
         Ok(GatewayResponse::Assistant(true)) => LaunchOutcome::ThreadGone,
         Ok(GatewayResponse::Assistant(false)) => {
             LaunchOutcome::Failed("404, and the assistant is missing".into())

@@ -1,6 +1,6 @@
 //! The driver port: the remote server reached at the `mcp` host, every call recorded.
 
-use super::Caller;
+use super::caller::Caller;
 use crate::history::{now_us, Event, RemoteOp};
 use crate::wire::mcp::{McpAnswer, McpRequest};
 use crate::wire::rpc::{call, CallError};

@@ -2,11 +2,13 @@
 //! In `langgraph` mode `start_run` is the Agent Server launcher's lookup, create and second
 //! look (module `agent_launcher`); the recording and the pause at the end are the same.
 
-use super::Caller;
+use super::agent_launcher;
+use super::caller::Caller;
+use super::gateway_call::call_gateway;
 use crate::gateway_mode::GatewayMode;
 use crate::history::Event;
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
-use crate::wire::rpc::{call, CallError};
+use crate::wire::rpc::CallError;
 use tasklatch_core::ids::{RunId, ThreadId};
 use tasklatch_core::ports::{LaunchOutcome, Launcher, RunRequest, RunStatus};
 
@@ -19,17 +21,7 @@ pub struct RpcLauncher {
 impl RpcLauncher {
     /// Sends one gateway request with the launcher deadline.
     pub async fn call(&self, req: GatewayRequest) -> Result<GatewayResponse, CallError> {
-        self.call_within(req, self.caller.ctx.timeouts.launcher)
-            .await
-    }
-
-    /// Sends one gateway request with deadline `within`.
-    pub async fn call_within(
-        &self,
-        req: GatewayRequest,
-        within: std::time::Duration,
-    ) -> Result<GatewayResponse, CallError> {
-        call::<_, GatewayResponse>("gateway", &req, within).await
+        call_gateway(&req, self.caller.ctx.timeouts.launcher).await
     }
 }
 
@@ -37,7 +29,7 @@ impl Launcher for RpcLauncher {
     async fn start_run(&self, req: RunRequest) -> LaunchOutcome {
         let key = req.key.clone();
         let outcome = if self.caller.ctx.plan.gateway == GatewayMode::Langgraph {
-            super::agent_launcher::start_run(self, &req).await
+            agent_launcher::start_run(&self.caller, &req).await
         } else {
             match self.call(GatewayRequest::Launch(req)).await {
                 Ok(GatewayResponse::Launch(o)) => o,

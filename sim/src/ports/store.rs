@@ -1,6 +1,6 @@
 //! The store port: every [`Store`] call sent to the `db` host.
 
-use super::Caller;
+use super::caller::Caller;
 use crate::wire::db::{Envelope, StoreRequest, StoreResponse};
 use crate::wire::rpc::call;
 use tasklatch_core::ids::TaskId;

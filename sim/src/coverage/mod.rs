@@ -4,6 +4,9 @@
 //! every mark with its count, zeros included; a test fails when a mark not marked rare is hit
 //! by no seed of 0..200.
 
+pub mod confirmed_runs;
+pub mod spent_budget;
+
 use crate::history::{Entry, Event};
 use crate::plan::Plan;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
