@@ -141,7 +141,13 @@ fn a_campaign_writes_its_summary() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.starts_with("fault and feature coverage (seeds where it took effect):\n"));
+    assert!(text.starts_with(
+        "fault and feature coverage (seeds where it took effect; every mark, zeros included):\n"
+    ));
+    assert!(
+        text.contains("launcher_rollback_newer_run") && text.contains("(rare)"),
+        "every mark is listed, zeros and rare ones too: {text}"
+    );
     assert!(text.contains("\nspeed: "), "{text}");
     assert!(text.ends_with("\n3 passed, 0 failed\n"), "{text}");
     let md = std::fs::read_to_string(&summary.0).expect("read the summary");
@@ -154,6 +160,7 @@ fn a_campaign_writes_its_summary() {
         "| lost (latest event never delivered) | 0 |",
         "| duplicated deliveries | 0 |",
         "## Fault and feature coverage",
+        "| launcher_rollback_newer_run | 0 | 0.0% | yes |",
     ] {
         assert!(md.contains(needle), "{needle:?} missing from:\n{md}");
     }

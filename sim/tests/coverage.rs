@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 use tasklatch_sim::campaign::{backends, run_campaign, threads, CampaignOptions};
-use tasklatch_sim::coverage::Feature;
-use tasklatch_sim::generate::Knobs;
-use tasklatch_sim::world::RunOptions;
+use tasklatch_sim::plan::Feature;
+use tasklatch_sim::plan::Knobs;
+use tasklatch_sim::run::RunOptions;
 
 #[test]
 fn every_mark_not_marked_rare_is_reached_by_seeds_0_to_200() {

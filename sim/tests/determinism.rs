@@ -2,10 +2,10 @@
 //! different seeds give different histories.
 
 use std::collections::BTreeSet;
-use tasklatch_sim::backend::Backend;
-use tasklatch_sim::generate::{generate, Knobs};
-use tasklatch_sim::timing::sim_policy;
-use tasklatch_sim::world::{run, RunOptions};
+use tasklatch_sim::plan::sim_policy;
+use tasklatch_sim::plan::{generate, Knobs};
+use tasklatch_sim::run::Backend;
+use tasklatch_sim::run::{run, RunOptions};
 
 fn hash_of(seed: u64) -> String {
     let plan = generate(seed, &Knobs::default());

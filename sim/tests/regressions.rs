@@ -4,11 +4,11 @@
 //! loop too.
 
 use std::path::PathBuf;
-use tasklatch_sim::backend::Backend;
+use tasklatch_sim::campaign::fixture::Fixture;
 use tasklatch_sim::campaign::run_plan;
-use tasklatch_sim::fixture::Fixture;
-use tasklatch_sim::timing::sim_policy;
-use tasklatch_sim::world::RunOptions;
+use tasklatch_sim::plan::sim_policy;
+use tasklatch_sim::run::Backend;
+use tasklatch_sim::run::RunOptions;
 
 fn fixtures() -> Vec<(PathBuf, Fixture)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/regressions");

@@ -2,14 +2,14 @@
 //! and per task, the verdict and the hash at the top, the violation highlighted, hostile text
 //! escaped, and a small file for 50 tasks.
 
-use tasklatch_sim::backend::Backend;
-use tasklatch_sim::checker::{Invariant, Verdict, Violation};
-use tasklatch_sim::generate::{generate, Knobs};
-use tasklatch_sim::history::{Entry, Event, LaunchAnswer};
+use tasklatch_sim::check::{Invariant, Verdict, Violation};
+use tasklatch_sim::history::{Entry, LaunchAnswer, Seen};
+use tasklatch_sim::plan::sim_policy;
+use tasklatch_sim::plan::{generate, Knobs};
 use tasklatch_sim::plan::{Plan, UserAction};
 use tasklatch_sim::report::render;
-use tasklatch_sim::timing::sim_policy;
-use tasklatch_sim::world::{run, RunOptions, RunOutcome};
+use tasklatch_sim::run::Backend;
+use tasklatch_sim::run::{run, RunOptions, RunOutcome};
 
 fn simulate(seed: u64, knobs: &Knobs) -> (Plan, RunOutcome) {
     let plan = generate(seed, knobs);
@@ -233,7 +233,7 @@ fn a_synthetic_violation_is_highlighted_and_told() {
         .entries
         .iter()
         .enumerate()
-        .find(|(_, e)| e.task.is_some() && matches!(e.event, Event::LaunchServed { .. }))
+        .find(|(_, e)| e.task.is_some() && matches!(e.event, Seen::LaunchServed { .. }))
         .or_else(|| {
             out.entries
                 .iter()
@@ -314,7 +314,7 @@ fn hostile_history_text_is_escaped() {
         at_us,
         host: "gateway".into(),
         task: Some(task.clone()),
-        event: Event::LaunchServed {
+        event: Seen::LaunchServed {
             key: format!("task:{hostile}:1:0"),
             owner: hostile.into(),
             thread: hostile.into(),
@@ -330,8 +330,8 @@ fn hostile_history_text_is_escaped() {
         at_us,
         host: format!("worker-{hostile}"),
         task: Some(format!("task-{hostile}")),
-        event: Event::Exercised {
-            what: tasklatch_sim::coverage::Feature::HostileTaskName,
+        event: Seen::Exercised {
+            what: tasklatch_sim::plan::WorkloadMark::HostileTaskName.into(),
         },
     });
     let index = out.entries.len() - 2;

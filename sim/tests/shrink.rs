@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 use tasklatch_core::mutation::Mutant;
-use tasklatch_sim::backend::Backend;
+use tasklatch_sim::campaign::shrink::{shrink, ShrinkOptions};
 use tasklatch_sim::campaign::{run_plan, BackendFactory};
-use tasklatch_sim::generate::{generate, Knobs};
-use tasklatch_sim::shrink::{shrink, ShrinkOptions};
-use tasklatch_sim::timing::sim_policy;
-use tasklatch_sim::world::RunOptions;
+use tasklatch_sim::plan::sim_policy;
+use tasklatch_sim::plan::{generate, Knobs};
+use tasklatch_sim::run::Backend;
+use tasklatch_sim::run::RunOptions;
 
 #[test]
 fn the_same_seed_shrinks_to_the_same_failing_plan() {

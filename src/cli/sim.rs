@@ -7,16 +7,16 @@ use std::ops::Range;
 use std::process::ExitCode;
 use std::time::Duration;
 use tasklatch_core::mutation::Mutant;
+use tasklatch_sim::campaign::replay_command::ReplayCommand;
+use tasklatch_sim::campaign::shard::Shard;
+use tasklatch_sim::campaign::shrink::{ShrinkOptions, ShrinkProgress};
 use tasklatch_sim::campaign::{self, run_campaign, run_plan, BackendFactory, CampaignOptions};
+use tasklatch_sim::campaign::{fixture, merge, mutants, replay, summary};
 use tasklatch_sim::campaign::{CampaignReport, Progress};
-use tasklatch_sim::gateway_mode::GatewayMode;
-use tasklatch_sim::generate::{generate, Knobs};
+use tasklatch_sim::plan::GatewayMode;
 use tasklatch_sim::plan::Plan;
-use tasklatch_sim::replay_command::ReplayCommand;
-use tasklatch_sim::shard::Shard;
-use tasklatch_sim::shrink::{ShrinkOptions, ShrinkProgress};
-use tasklatch_sim::world::RunOptions;
-use tasklatch_sim::{fixture, merge, mutants, replay, summary};
+use tasklatch_sim::plan::{generate, Knobs};
+use tasklatch_sim::run::RunOptions;
 
 /// Where the simulated `db` host keeps its rows.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, ValueEnum)]
@@ -213,8 +213,8 @@ fn shrink(
         bar.set_position(p.runs as u64);
         bar.set_message(format!("| now {} faults, {} tasks", p.faults, p.tasks));
     };
-    let result =
-        tasklatch_sim::shrink::shrink(plan, factory, &opts, &progress).map_err(Error::msg)?;
+    let result = tasklatch_sim::campaign::shrink::shrink(plan, factory, &opts, &progress)
+        .map_err(Error::msg)?;
     bar.finish_and_clear();
     let out = args
         .shrink_out

@@ -1,12 +1,12 @@
 //! Fault bands: each planned fault as a translucent band over the lanes of the hosts it hits,
 //! labelled where wide enough. Which lanes and which colour come from the fault kind itself
-//! ([`crate::fault::FaultKind::target`] and [`crate::fault::FaultKind::look`]).
+//! ([`crate::plan::fault::FaultKind::target`] and [`crate::plan::fault::FaultKind::look`]).
 
 use super::describe::secs;
 use super::escape::text;
 use super::geometry::{Geometry, LANE_H};
 use super::lanes::Lanes;
-use crate::fault::Fault;
+use crate::plan::fault::Fault;
 use crate::plan::Plan;
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -5,8 +5,8 @@
 //! kinds added after this module was written) without panicking, and [`summary`] never returns
 //! more than [`MAX_SUMMARY_CHARS`] characters.
 
-use crate::history::{Entry, Event, LaunchAnswer, RowWrite};
-use crate::naming::task_label;
+use crate::history::{Entry, LaunchAnswer, RowWrite, Seen};
+use crate::plan::naming::task_label;
 use crate::plan::Plan;
 use crate::wire::mcp::{McpAnswer, WireReport};
 use tasklatch_core::store::{CancelOutcome, RequeueOutcome};
@@ -24,7 +24,7 @@ pub fn secs(us: u64) -> String {
 }
 
 /// The entry's kind as the trace spells it (`launch_served`, `store_write`, …).
-pub fn kind(event: &Event) -> String {
+pub fn kind(event: &Seen) -> String {
     match serde_json::to_value(event) {
         Ok(v) => v
             .get("kind")
@@ -56,7 +56,7 @@ pub fn line(plan: &Plan, index: usize, entry: &Entry) -> String {
 
 /// A one-line summary of the event's payload. Batched store calls list only the rows whose
 /// task id `keep` accepts (all rows when it accepts everything).
-pub fn summary(plan: &Plan, event: &Event, keep: &dyn Fn(&str) -> bool) -> String {
+pub fn summary(plan: &Plan, event: &Seen, keep: &dyn Fn(&str) -> bool) -> String {
     let s = world(plan, event)
         .or_else(|| user(event))
         .or_else(|| service(event))
@@ -66,42 +66,42 @@ pub fn summary(plan: &Plan, event: &Event, keep: &dyn Fn(&str) -> bool) -> Strin
 }
 
 /// What the world and the hosts themselves did: phases, faults, coverage, restarts.
-fn world(plan: &Plan, event: &Event) -> Option<String> {
+fn world(plan: &Plan, event: &Seen) -> Option<String> {
     Some(match event {
-        Event::Phase { name } => format!("phase {name}"),
-        Event::FaultFired { index } => format!("fault {} took effect", fault_label(plan, *index)),
-        Event::FaultStarted { index } => format!(
+        Seen::Phase { name } => format!("phase {name}"),
+        Seen::FaultFired { index } => format!("fault {} took effect", fault_label(plan, *index)),
+        Seen::FaultStarted { index } => format!(
             "fault {} began{}",
             fault_label(plan, *index),
             target(plan, *index)
         ),
-        Event::FaultEnded { index } => format!(
+        Seen::FaultEnded { index } => format!(
             "fault {} ended{}",
             fault_label(plan, *index),
             target(plan, *index)
         ),
-        Event::Exercised { what } => format!("exercised {what}"),
-        Event::RowRuleBroken { rule } => {
+        Seen::Exercised { what } => format!("exercised {what}"),
+        Seen::RowRuleBroken { rule } => {
             format!("the engine found row rule {rule} broken (planted bug active)")
         }
-        Event::HostStarted => "host (re)started its software".to_owned(),
+        Seen::HostStarted => "host (re)started its software".to_owned(),
         _ => return None,
     })
 }
 
 /// What users did and saw.
-fn user(event: &Event) -> Option<String> {
+fn user(event: &Seen) -> Option<String> {
     Some(match event {
-        Event::ThreadCreated { owner, thread } => format!("{owner}: thread {thread} created"),
-        Event::SubmitSent { n, task_id } => format!("submit {} as {task_id}", task_label(*n)),
-        Event::SubmitAnswered { n, answer } => match answer {
+        Seen::ThreadCreated { owner, thread } => format!("{owner}: thread {thread} created"),
+        Seen::SubmitSent { n, task_id } => format!("submit {} as {task_id}", task_label(*n)),
+        Seen::SubmitAnswered { n, answer } => match answer {
             Ok(id) => format!("{} submitted: {id}", task_label(*n)),
             Err(e) => format!("{} submit failed: {}", task_label(*n), excerpt(e)),
         },
-        Event::CancelSent { n, by, session } => {
+        Seen::CancelSent { n, by, session } => {
             format!("cancel {} sent by {by} (session {session})", task_label(*n))
         }
-        Event::CancelAnswered { n, by, answer } => match answer {
+        Seen::CancelAnswered { n, by, answer } => match answer {
             Ok(o) => format!(
                 "cancel {} answered to {by}: {}",
                 task_label(*n),
@@ -109,7 +109,7 @@ fn user(event: &Event) -> Option<String> {
             ),
             Err(e) => format!("cancel {} failed for {by}: {}", task_label(*n), excerpt(e)),
         },
-        Event::Listed {
+        Seen::Listed {
             owner,
             thread,
             answer,
@@ -117,7 +117,7 @@ fn user(event: &Event) -> Option<String> {
             Ok(tasks) => format!("{owner} listed {thread}: {} tasks", tasks.len()),
             Err(e) => format!("{owner} listing {thread} failed: {}", excerpt(e)),
         },
-        Event::ContextRead {
+        Seen::ContextRead {
             owner,
             thread,
             answer,
@@ -131,11 +131,11 @@ fn user(event: &Event) -> Option<String> {
                 excerpt(e)
             ),
         },
-        Event::ThreadDeleted { owner, thread } => format!("{owner} deleted {thread}"),
-        Event::AnswerSent {
+        Seen::ThreadDeleted { owner, thread } => format!("{owner} deleted {thread}"),
+        Seen::AnswerSent {
             n, by, request_id, ..
         } => format!("answer to {request_id} of {} sent by {by}", task_label(*n)),
-        Event::AnswerAnswered { n, by, answer, .. } => match answer {
+        Seen::AnswerAnswered { n, by, answer, .. } => match answer {
             Ok(o) => format!("answer to {} answered to {by}: {o:?}", task_label(*n)),
             Err(e) => format!(
                 "answer to {} failed for {by}: {}",
@@ -148,26 +148,26 @@ fn user(event: &Event) -> Option<String> {
 }
 
 /// What the remote server and the launcher served, and what the ports saw of it.
-fn service(event: &Event) -> Option<String> {
+fn service(event: &Seen) -> Option<String> {
     remote(event).or_else(|| launcher(event))
 }
 
 /// What the remote server served, and what the ports saw of it.
-fn remote(event: &Event) -> Option<String> {
+fn remote(event: &Seen) -> Option<String> {
     Some(match event {
-        Event::RemoteCreated { n, remote_id, .. } => {
+        Seen::RemoteCreated { n, remote_id, .. } => {
             format!("remote task {remote_id} created for {}", task_label(*n))
         }
-        Event::RemoteReused { n, remote_id } => {
+        Seen::RemoteReused { n, remote_id } => {
             format!(
                 "remote task {remote_id} handed again to {}'s submit",
                 task_label(*n)
             )
         }
-        Event::RemoteTruth { answer, .. } => {
+        Seen::RemoteTruth { answer, .. } => {
             format!("at the end the remote task reads {}", mcp_answer(answer))
         }
-        Event::RemoteServed {
+        Seen::RemoteServed {
             op,
             answer,
             dropped,
@@ -180,7 +180,7 @@ fn remote(event: &Event) -> Option<String> {
                 dropped_note(*dropped)
             )
         }
-        Event::RemoteAnswered {
+        Seen::RemoteAnswered {
             remote_id,
             request_id,
             asked,
@@ -193,7 +193,7 @@ fn remote(event: &Event) -> Option<String> {
                 " and ignored (not asked)"
             }
         ),
-        Event::PortRemote {
+        Seen::PortRemote {
             lane,
             op,
             started_us,
@@ -210,9 +210,9 @@ fn remote(event: &Event) -> Option<String> {
 }
 
 /// What the launcher served, and what the ports saw of it.
-fn launcher(event: &Event) -> Option<String> {
+fn launcher(event: &Seen) -> Option<String> {
     Some(match event {
-        Event::LaunchServed {
+        Seen::LaunchServed {
             key,
             prompt,
             answer,
@@ -229,29 +229,29 @@ fn launcher(event: &Event) -> Option<String> {
             dropped_note(*dropped),
             excerpt(prompt)
         ),
-        Event::PortLaunch { lane, key, outcome } => format!("{lane} launch {key}: {outcome}"),
-        Event::RunEnded { run, key, status } => {
+        Seen::PortLaunch { lane, key, outcome } => format!("{lane} launch {key}: {outcome}"),
+        Seen::RunEnded { run, key, status } => {
             format!("run {run} ({key}) ended: {}", status.as_str())
         }
-        Event::PortLookup { lane, run, outcome } => format!("{lane} looked up {run}: {outcome}"),
-        Event::PortInterrupt { lane, run, outcome } => {
+        Seen::PortLookup { lane, run, outcome } => format!("{lane} looked up {run}: {outcome}"),
+        Seen::PortInterrupt { lane, run, outcome } => {
             format!("{lane} interrupted {run} (too old): {outcome}")
         }
-        Event::RunQueued { run, key } => {
+        Seen::RunQueued { run, key } => {
             format!("run {run} ({key}) queued behind a busy thread (no 409)")
         }
-        Event::RunRolledBack { run, key } => format!("run {run} ({key}) rolled back"),
+        Seen::RunRolledBack { run, key } => format!("run {run} ({key}) rolled back"),
         _ => return None,
     })
 }
 
 /// What the store answered; batched calls list the rows `keep` accepts.
-fn store(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
+fn store(event: &Seen, keep: &dyn Fn(&str) -> bool) -> Option<String> {
     if let Some(batch) = batch(event, keep) {
         return Some(batch);
     }
     Some(match event {
-        Event::StoreInsert {
+        Seen::StoreInsert {
             task_id,
             outcome,
             dropped,
@@ -263,7 +263,7 @@ fn store(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
                 dropped_note(*dropped)
             ),
         },
-        Event::StoreCancel {
+        Seen::StoreCancel {
             owner,
             thread,
             outcome,
@@ -275,8 +275,8 @@ fn store(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
                 dropped_note(*dropped)
             )
         }
-        Event::StoreError { op, error } => format!("store error in {op}: {}", excerpt(error)),
-        Event::StoreRequeue {
+        Seen::StoreError { op, error } => format!("store error in {op}: {}", excerpt(error)),
+        Seen::StoreRequeue {
             outcome, dropped, ..
         } => {
             let what = match outcome {
@@ -295,9 +295,9 @@ fn store(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
 }
 
 /// A batched claim or write of the store, listing the rows `keep` accepts.
-fn batch(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
+fn batch(event: &Seen, keep: &dyn Fn(&str) -> bool) -> Option<String> {
     Some(match event {
-        Event::StoreClaim {
+        Seen::StoreClaim {
             lease,
             worker,
             grants,
@@ -315,7 +315,7 @@ fn batch(event: &Event, keep: &dyn Fn(&str) -> bool) -> Option<String> {
                 dropped_note(*dropped)
             )
         }
-        Event::StoreWrite {
+        Seen::StoreWrite {
             lease,
             rows,
             dropped,
@@ -446,7 +446,7 @@ fn report_text(r: &WireReport) -> String {
 }
 
 /// Any other event: its payload as compact JSON.
-fn generic(event: &Event) -> String {
+fn generic(event: &Seen) -> String {
     match serde_json::to_value(event) {
         Ok(v) => match v.get("payload") {
             Some(p) => excerpt(&p.to_string()),
@@ -468,8 +468,8 @@ mod tests {
 
     #[test]
     fn summaries_are_bounded() {
-        let plan = crate::generate::generate(1, &crate::generate::Knobs::default());
-        let e = Event::StoreError {
+        let plan = crate::plan::generate::generate(1, &crate::plan::generate::Knobs::default());
+        let e = Seen::StoreError {
             op: "x".repeat(10_000),
             error: "y".repeat(10_000),
         };

@@ -5,7 +5,7 @@ use super::describe::secs;
 use super::escape::text;
 use super::geometry::{Geometry, LABEL_W};
 use super::lanes::Lanes;
-use crate::naming::{is_worker_host, owner_name, task_number};
+use crate::plan::naming::{is_worker_host, owner_name, task_number};
 use crate::plan::{Plan, TaskPlan};
 use std::fmt::Write;
 

@@ -5,9 +5,9 @@
 //! host knew it; batched store calls (claims, writes) name task *ids*, which are mapped back to
 //! `task-{n}` through the history's own `submit_sent`, `store_insert` and `remote_created` lines.
 
-use crate::checker::Verdict;
-use crate::history::{Entry, Event};
-use crate::naming::{task_label, task_number, worker_host, worker_number};
+use crate::check::Verdict;
+use crate::history::{Entry, Seen};
+use crate::plan::naming::{task_label, task_number, worker_host, worker_number};
 use crate::plan::Plan;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -46,13 +46,13 @@ impl Lanes {
                 tasks.insert(task_key(t));
             }
             match &e.event {
-                Event::SubmitSent { n, task_id } => {
+                Seen::SubmitSent { n, task_id } => {
                     ids.insert(task_id.clone(), task_label(*n));
                 }
-                Event::RemoteCreated { n, remote_id, .. } => {
+                Seen::RemoteCreated { n, remote_id, .. } => {
                     ids.insert(remote_id.clone(), task_label(*n));
                 }
-                Event::StoreInsert { task_id, .. } => {
+                Seen::StoreInsert { task_id, .. } => {
                     if let Some(t) = &e.task {
                         ids.entry(task_id.clone()).or_insert_with(|| t.clone());
                     }
@@ -127,10 +127,10 @@ impl Lanes {
             out.insert(t.as_str());
         }
         match &e.event {
-            Event::StoreClaim { grants, .. } => {
+            Seen::StoreClaim { grants, .. } => {
                 out.extend(grants.iter().filter_map(|g| self.task_of_id(&g.task_id)))
             }
-            Event::StoreWrite { rows, .. } => {
+            Seen::StoreWrite { rows, .. } => {
                 out.extend(rows.iter().filter_map(|r| self.task_of_id(&r.task_id)))
             }
             _ => {}

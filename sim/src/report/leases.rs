@@ -9,7 +9,7 @@
 use super::describe::secs;
 use super::escape::text;
 use super::geometry::Geometry;
-use crate::write_action::WriteAction;
+use crate::history::write_action::WriteAction;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use tasklatch_core::lease::LeaseKind;

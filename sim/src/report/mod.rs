@@ -32,7 +32,7 @@ mod timeline;
 mod verdict;
 mod walk;
 
-use crate::checker::Verdict;
+use crate::check::Verdict;
 use crate::history::Entry;
 use crate::plan::Plan;
 use std::fmt::Write;

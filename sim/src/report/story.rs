@@ -10,7 +10,7 @@
 use super::describe::{kind, secs, summary};
 use super::escape::text;
 use super::lanes::Lanes;
-use crate::checker::Verdict;
+use crate::check::Verdict;
 use crate::history::Entry;
 use crate::plan::Plan;
 use std::fmt::Write;

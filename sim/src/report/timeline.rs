@@ -18,8 +18,8 @@ use super::escape::{clipped, text};
 use super::geometry::{last_us, Geometry, AXIS_H, FOOT_H, LANE_H};
 use super::lanes::Lanes;
 use super::{bands, labels, marks, walk};
-use crate::checker::Verdict;
-use crate::history::{Entry, Event};
+use crate::check::Verdict;
+use crate::history::{Entry, Seen};
 use crate::plan::Plan;
 use std::fmt::Write;
 
@@ -120,7 +120,7 @@ fn axis(out: &mut String, geo: &Geometry, entries: &[Entry]) {
     }
     let _ = write!(out, "<path d=\"{grid}\" class=\"grid\"/>");
     for e in entries {
-        if let Event::Phase { name } = &e.event {
+        if let Seen::Phase { name } = &e.event {
             let x = geo.x(e.at_us);
             let _ = write!(
                 out,

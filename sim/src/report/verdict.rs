@@ -7,7 +7,7 @@
 
 use super::describe::secs;
 use super::escape::text;
-use crate::checker::Verdict;
+use crate::check::Verdict;
 use crate::history::Entry;
 use crate::plan::Plan;
 use std::fmt::Write;

@@ -14,10 +14,10 @@ use super::lanes::Lanes;
 use super::leases::{LeaseBars, OpenLease};
 use super::marks::{Glyph, Points, Slot};
 use super::status::StatusStrip;
-use crate::ctx::EPOCH_SECS;
-use crate::fault::Fault;
-use crate::history::{Entry, Event, Grant, LaunchAnswer, RemoteOp, RowWrite};
-use crate::naming::worker_host;
+use crate::history::{Entry, Grant, LaunchAnswer, RemoteOp, RowWrite, Seen};
+use crate::plan::fault::Fault;
+use crate::plan::naming::worker_host;
+use crate::plan::timing::EPOCH_SECS;
 use crate::plan::Plan;
 use crate::wire::mcp::McpAnswer;
 use std::collections::BTreeMap;
@@ -104,18 +104,18 @@ impl Walk<'_> {
         let line = || describe::line(plan, i, e);
         let t = e.at_us;
         match &e.event {
-            Event::FaultFired { index } => self.fault_fired(*index, host_row, t, &line),
-            Event::FaultStarted { index } => self.fault_window(*index, true, t, &line),
-            Event::FaultEnded { index } => self.fault_window(*index, false, t, &line),
-            Event::RemoteServed { op, answer, .. } => self.served(e, *op, answer, &line),
-            Event::StoreInsert { outcome, .. } => self.inserted(e, outcome, &line),
-            Event::StoreClaim {
+            Seen::FaultFired { index } => self.fault_fired(*index, host_row, t, &line),
+            Seen::FaultStarted { index } => self.fault_window(*index, true, t, &line),
+            Seen::FaultEnded { index } => self.fault_window(*index, false, t, &line),
+            Seen::RemoteServed { op, answer, .. } => self.served(e, *op, answer, &line),
+            Seen::StoreInsert { outcome, .. } => self.inserted(e, outcome, &line),
+            Seen::StoreClaim {
                 lease,
                 worker,
                 grants,
                 dropped,
             } => self.claimed(*lease, worker, grants, *dropped, t),
-            Event::StoreWrite { lease, rows, .. } => self.written(i, e, *lease, rows),
+            Seen::StoreWrite { lease, rows, .. } => self.written(i, e, *lease, rows),
             event => {
                 if let Some(look) = simple(event) {
                     self.simple(look, host_row, self.task_row(e), t, &line);
@@ -354,35 +354,35 @@ impl Walk<'_> {
 }
 
 /// How an entry without state of its own is marked, if it is.
-fn simple(event: &Event) -> Option<Look> {
+fn simple(event: &Seen) -> Option<Look> {
     let task = |glyph, class| (Lane::Task, Slot::Mark, glyph, class);
     Some(match event {
-        Event::HostStarted => (Lane::Recorder, Slot::Mark, Glyph::Up, "up"),
-        Event::Exercised { .. } => (Lane::TaskElseRecorder, Slot::Mark, Glyph::Tick, "ex"),
-        Event::RowRuleBroken { .. } => (Lane::TaskElseRecorder, Slot::Mark, Glyph::Cross, "err"),
-        Event::ThreadCreated { .. } => (Lane::Host("gateway"), Slot::Mark, Glyph::Square, "thr"),
-        Event::ThreadDeleted { .. } => (Lane::Host("user"), Slot::Mark, Glyph::Cross, "thd"),
-        Event::Listed { answer, .. } => {
+        Seen::HostStarted => (Lane::Recorder, Slot::Mark, Glyph::Up, "up"),
+        Seen::Exercised { .. } => (Lane::TaskElseRecorder, Slot::Mark, Glyph::Tick, "ex"),
+        Seen::RowRuleBroken { .. } => (Lane::TaskElseRecorder, Slot::Mark, Glyph::Cross, "err"),
+        Seen::ThreadCreated { .. } => (Lane::Host("gateway"), Slot::Mark, Glyph::Square, "thr"),
+        Seen::ThreadDeleted { .. } => (Lane::Host("user"), Slot::Mark, Glyph::Cross, "thd"),
+        Seen::Listed { answer, .. } => {
             let class = if answer.is_ok() { "lst" } else { "err" };
             (Lane::Host("user"), Slot::Mark, Glyph::Square, class)
         }
-        Event::ContextRead { answer, .. } => {
+        Seen::ContextRead { answer, .. } => {
             let class = if answer.is_ok() { "lst" } else { "err" };
             (Lane::Host("user"), Slot::Mark, Glyph::Square, class)
         }
-        Event::StoreError { .. } => (Lane::Host("db"), Slot::Mark, Glyph::Tick, "err"),
-        Event::SubmitSent { .. } => task(Glyph::Square, "sub"),
-        Event::SubmitAnswered { answer: Err(_), .. } => task(Glyph::Tick, "err"),
-        Event::CancelSent { .. } => task(Glyph::Square, "cs"),
-        Event::CancelAnswered { .. } => task(Glyph::Square, "ca"),
-        Event::StoreCancel { .. } => task(Glyph::Square, "cr"),
-        Event::StoreRequeue { .. } => task(Glyph::Square, "rq"),
-        Event::AnswerSent { .. } => task(Glyph::Square, "as"),
-        Event::PortRemote {
+        Seen::StoreError { .. } => (Lane::Host("db"), Slot::Mark, Glyph::Tick, "err"),
+        Seen::SubmitSent { .. } => task(Glyph::Square, "sub"),
+        Seen::SubmitAnswered { answer: Err(_), .. } => task(Glyph::Tick, "err"),
+        Seen::CancelSent { .. } => task(Glyph::Square, "cs"),
+        Seen::CancelAnswered { .. } => task(Glyph::Square, "ca"),
+        Seen::StoreCancel { .. } => task(Glyph::Square, "cr"),
+        Seen::StoreRequeue { .. } => task(Glyph::Square, "rq"),
+        Seen::AnswerSent { .. } => task(Glyph::Square, "as"),
+        Seen::PortRemote {
             answered: false, ..
         } => task(Glyph::Tick, "nx"),
-        Event::LaunchServed { answer, .. } => task(Glyph::Tri, launch_class(answer)),
-        Event::RunEnded { status, .. } => task(Glyph::Dot, run_class(*status)),
+        Seen::LaunchServed { answer, .. } => task(Glyph::Tri, launch_class(answer)),
+        Seen::RunEnded { status, .. } => task(Glyph::Dot, run_class(*status)),
         _ => return None,
     })
 }
@@ -405,15 +405,15 @@ fn run_class(status: RunStatus) -> &'static str {
 }
 
 /// Whether the event's reply was dropped after the work was done.
-fn dropped(event: &Event) -> bool {
+fn dropped(event: &Seen) -> bool {
     match event {
-        Event::RemoteServed { dropped, .. }
-        | Event::LaunchServed { dropped, .. }
-        | Event::StoreInsert { dropped, .. }
-        | Event::StoreClaim { dropped, .. }
-        | Event::StoreWrite { dropped, .. }
-        | Event::StoreCancel { dropped, .. }
-        | Event::StoreRequeue { dropped, .. } => *dropped,
+        Seen::RemoteServed { dropped, .. }
+        | Seen::LaunchServed { dropped, .. }
+        | Seen::StoreInsert { dropped, .. }
+        | Seen::StoreClaim { dropped, .. }
+        | Seen::StoreWrite { dropped, .. }
+        | Seen::StoreCancel { dropped, .. }
+        | Seen::StoreRequeue { dropped, .. } => *dropped,
         _ => false,
     }
 }
