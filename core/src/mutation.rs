@@ -174,11 +174,15 @@ pub enum Mutant {
     /// a run has succeeded since its last failed one: no last attempt on a launcher that
     /// works again.
     LastAttemptSkipped,
+    /// A cancel request repeated after the cancel work ended (acknowledged or dead-lettered)
+    /// starts the work again: a second remote cancel, polling paused again (DOMAIN §6: a
+    /// repeat changes nothing).
+    RepeatRestartsEndedCancel,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 42] = [
+    pub const ALL: [Mutant; 43] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -221,6 +225,7 @@ impl Mutant {
         Mutant::UnavailabilityCounted,
         Mutant::CancelUnavailabilityCounted,
         Mutant::HandOffIgnoresClockRefusal,
+        Mutant::RepeatRestartsEndedCancel,
         // `BudgetKillsNewerVersion` is planted but out of the table since unanswered launches
         // and lookups stopped counting against the budget (DOMAIN §3): budget dead letters now
         // come from failed runs only, and over seeds 0..200 none meets a newer version any more;
@@ -287,6 +292,7 @@ impl Mutant {
             Mutant::CancelUnavailabilityCounted => "cancel-unavailability-counted",
             Mutant::HandOffIgnoresClockRefusal => "hand-off-ignores-clock-refusal",
             Mutant::LastAttemptSkipped => "last-attempt-skipped",
+            Mutant::RepeatRestartsEndedCancel => "repeat-restarts-ended-cancel",
         }
     }
 

@@ -11,8 +11,9 @@ use crate::ids::{OwnerId, RunId};
 use crate::lease::Lease;
 use crate::reconcile::Decision;
 use crate::redaction::{MIN_REDACTABLE, PLACEHOLDER};
-use crate::status::{AnswerStatus, DeadLetterReason, NotifyStatus, RemoteStatus};
+use crate::status::{AnswerStatus, CancelStatus, DeadLetterReason, NotifyStatus, RemoteStatus};
 use crate::task::{Outbox, TaskRow};
+use crate::time::Timestamp;
 use crate::transitions::outbox::{NotifyAction, Recorded};
 
 /// `n + 1`: one more counted (a failure, an attempt) where the correct code counts none.
@@ -180,4 +181,16 @@ pub(crate) fn deletion_ignored(thread: Option<&(OwnerId, bool)>, owner: &OwnerId
 /// — the same owner is enough, whatever the token.
 pub(crate) fn owner_only(held: &Lease, presented: &Lease) -> bool {
     held.owner == presented.owner
+}
+
+/// The cancel work a repeated request leaves: ended work (done or dead-lettered) requested
+/// again, due at `now`, where the correct code leaves it as it was.
+pub(crate) fn cancel_restarted(
+    (status, due_at): (CancelStatus, Option<Timestamp>),
+    now: Timestamp,
+) -> (CancelStatus, Option<Timestamp>) {
+    match status {
+        CancelStatus::Done | CancelStatus::DeadLetter => (CancelStatus::Requested, Some(now)),
+        CancelStatus::None | CancelStatus::Requested => (status, due_at),
+    }
 }

@@ -48,9 +48,14 @@ fn record_request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
         return RequestResult::AlreadyFinished;
     }
     if row.cancel.requested_at.is_some() {
-        // A repeat changes nothing: the cancel work keeps its lease.
+        // A repeat changes nothing: the cancel work keeps its lease, and ended work stays ended.
         let lease = row.cancel.lease.take();
         row.cancel.lease = mutation::substitute(Mutant::CancelRepeatClearsLease, lease, |_| None);
+        let work = (row.cancel.status, row.cancel.due_at);
+        (row.cancel.status, row.cancel.due_at) =
+            mutation::substitute(Mutant::RepeatRestartsEndedCancel, work, |w| {
+                planted::cancel_restarted(w, now)
+            });
         return RequestResult::AlreadyRequested;
     }
     row.cancel.requested_at = Some(now);

@@ -20,6 +20,7 @@ mod landing;
 mod lease_margin;
 mod orphans;
 mod reading;
+mod repeats;
 mod retention;
 mod runs;
 mod seal;
@@ -204,6 +205,7 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     landing::check(&facts, &mut v);
     orphans::check(&facts, &mut v);
     cancels::check(&facts, &mut v);
+    repeats::check(&facts, &mut v);
     acknowledged::check(&facts, &mut v);
     spacing::check(&facts, &mut v);
     degraded::check(&facts, &mut v);
