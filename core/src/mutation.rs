@@ -178,11 +178,22 @@ pub enum Mutant {
     /// starts the work again: a second remote cancel, polling paused again (DOMAIN §6: a
     /// repeat changes nothing).
     RepeatRestartsEndedCancel,
+    /// The lookups that confirm a launched run go on however little of the notification lease
+    /// is left: a slow launcher or a stalled lane looks at the run, and writes its verdict,
+    /// after another worker may hold the row (calls inside the lease).
+    ConfirmLookupsPastLease,
+    /// A dispatched run the launcher reports missing is waited on as if still running, until
+    /// `max_run_life` (30 minutes in production), instead of being retried at once (DOMAIN §3:
+    /// `dispatched → retry`).
+    MissingRunAwaited,
+    /// A launch or run lookup the launcher left unanswered is retried at once instead of after
+    /// the unavailability backoff: every pass launches again into the outage (a storm).
+    OutageRetriedAtOnce,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 43] = [
+    pub const ALL: [Mutant; 46] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -226,6 +237,9 @@ impl Mutant {
         Mutant::CancelUnavailabilityCounted,
         Mutant::HandOffIgnoresClockRefusal,
         Mutant::RepeatRestartsEndedCancel,
+        Mutant::ConfirmLookupsPastLease,
+        Mutant::MissingRunAwaited,
+        Mutant::OutageRetriedAtOnce,
         // `BudgetKillsNewerVersion` is planted but out of the table since unanswered launches
         // and lookups stopped counting against the budget (DOMAIN §3): budget dead letters now
         // come from failed runs only, and over seeds 0..200 none meets a newer version any more;
@@ -293,6 +307,9 @@ impl Mutant {
             Mutant::HandOffIgnoresClockRefusal => "hand-off-ignores-clock-refusal",
             Mutant::LastAttemptSkipped => "last-attempt-skipped",
             Mutant::RepeatRestartsEndedCancel => "repeat-restarts-ended-cancel",
+            Mutant::ConfirmLookupsPastLease => "confirm-lookups-past-lease",
+            Mutant::MissingRunAwaited => "missing-run-awaited",
+            Mutant::OutageRetriedAtOnce => "outage-retried-at-once",
         }
     }
 

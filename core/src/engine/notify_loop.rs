@@ -152,7 +152,10 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         deadline: LocalDeadline,
         run: &RunId,
     ) -> NotifyAction {
-        match self.launcher.run_status(&c.row.identity.thread, run).await {
+        let status = self.launcher.run_status(&c.row.identity.thread, run).await;
+        let status =
+            mutation::substitute(Mutant::MissingRunAwaited, status, planted::missing_as_going);
+        match status {
             Ok(going @ (RunStatus::Pending | RunStatus::Running)) => {
                 self.still_going(c, deadline, run, going).await
             }

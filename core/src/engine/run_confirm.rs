@@ -4,6 +4,7 @@
 
 use super::{Engine, LocalDeadline};
 use crate::ids::RunId;
+use crate::mutation::{self, Mutant};
 use crate::ports::{Clock, Driver, Launcher, RunStatus};
 use crate::store::{Claimed, Store};
 use crate::transitions::outbox::NotifyAction;
@@ -49,7 +50,8 @@ impl<S: Store, D: Driver, L: Launcher, C: Clock> Engine<S, D, L, C> {
         let thread = &c.row.identity.thread;
         for i in 0..CONFIRM_LOOKUPS {
             self.clock.sleep(pause_before(i, wait)).await;
-            if !self.may_call_out(&c.lease, deadline) {
+            let may_look = self.may_call_out(&c.lease, deadline);
+            if !mutation::substitute(Mutant::ConfirmLookupsPastLease, may_look, |_| true) {
                 break;
             }
             match self.launcher.run_status(thread, &run).await {

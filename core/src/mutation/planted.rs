@@ -9,6 +9,7 @@ use crate::engine::{ClockCheck, HandleWrite, Owed, CANCEL_ATTEMPTS};
 use crate::event::{Event, Fingerprint};
 use crate::ids::{OwnerId, RunId};
 use crate::lease::Lease;
+use crate::ports::RunStatus;
 use crate::reconcile::Decision;
 use crate::redaction::{MIN_REDACTABLE, PLACEHOLDER};
 use crate::status::{AnswerStatus, CancelStatus, DeadLetterReason, NotifyStatus, RemoteStatus};
@@ -192,5 +193,14 @@ pub(crate) fn cancel_restarted(
     match status {
         CancelStatus::Done | CancelStatus::DeadLetter => (CancelStatus::Requested, Some(now)),
         CancelStatus::None | CancelStatus::Requested => (status, due_at),
+    }
+}
+
+/// [`super::Mutant::MissingRunAwaited`]: a dispatched run the launcher reports missing is taken
+/// for one still running (the engine waits on it until `max_run_life`).
+pub(crate) fn missing_as_going(status: Result<RunStatus, String>) -> Result<RunStatus, String> {
+    match status {
+        Ok(RunStatus::Missing) => Ok(RunStatus::Running),
+        other => other,
     }
 }

@@ -327,7 +327,8 @@ fn wait_out(o: &mut Outbox, error: &str, now: Timestamp, policy: &Policy) {
     o.outages = o.outages.saturating_add(1);
     o.failures = mutation::substitute(Mutant::UnavailabilityCounted, o.failures, planted::one_more);
     o.last_error = Some(stored_error(error));
-    o.due_at = now.plus(policy.unavailable_delay(o.outages));
+    let due = now.plus(policy.unavailable_delay(o.outages));
+    o.due_at = mutation::substitute(Mutant::OutageRetriedAtOnce, due, |_| now);
 }
 
 /// Ends the dispatch of the frozen snapshot: delivered (`dead` is `None`) or dead-lettered.

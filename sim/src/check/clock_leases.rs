@@ -16,8 +16,9 @@
 //! through are not.
 
 use super::facts::Facts;
+use super::leased_calls::{lease_length, leased_call};
 use super::{Invariant, Verdict};
-use crate::history::{parse_key, RemoteOp, Seen};
+use crate::history::Seen;
 use crate::plan::naming::{task_label, worker_number};
 use crate::plan::timing::EPOCH_SECS;
 use crate::plan::timing::{sim_policy, sim_timeouts};
@@ -55,13 +56,14 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
             }
             continue;
         }
-        let Some((lane, kind, tasks, what)) = call_under_lease(f, &e.event) else {
+        let Some(call) = leased_call(f, &e.event) else {
             continue;
         };
+        let (lane, kind, what) = (call.lane, call.kind, call.what);
         let Some(w) = lane.split('/').next().and_then(worker_number) else {
             continue;
         };
-        let wrong = tasks.iter().find_map(|id| {
+        let wrong = call.task_ids.iter().find_map(|id| {
             let offset = *offsets.get(&(w, *id, kind))?;
             (offset.abs() > wrong_us).then_some((*id, offset))
         });
@@ -79,52 +81,5 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
                 ),
             );
         }
-    }
-}
-
-fn lease_length(kind: LeaseKind) -> std::time::Duration {
-    let policy = sim_policy();
-    match kind {
-        LeaseKind::Poll => policy.poll_lease,
-        LeaseKind::Notify => policy.notify_lease,
-        LeaseKind::Cancel => policy.cancel_lease,
-    }
-}
-
-/// The lane, lease kind, candidate task ids and a name of a call made under a lease.
-fn call_under_lease<'a>(
-    f: &Facts<'a>,
-    event: &'a Seen,
-) -> Option<(&'a str, LeaseKind, Vec<&'a str>, &'static str)> {
-    match event {
-        Seen::PortRemote {
-            lane,
-            remote_id,
-            op,
-            ..
-        } => {
-            let (kind, what) = match op {
-                RemoteOp::Status => (LeaseKind::Poll, "remote status call"),
-                RemoteOp::Answer => (LeaseKind::Poll, "remote answer call"),
-                RemoteOp::Cancel => (LeaseKind::Cancel, "remote cancel call"),
-                RemoteOp::Submit => return None,
-            };
-            let tasks = f.holders.get(remote_id.as_str()).into_iter().flatten();
-            let ids = tasks.filter_map(|n| f.task_ids.get(n).copied()).collect();
-            Some((lane, kind, ids, what))
-        }
-        Seen::PortLaunch { lane, key, .. } => {
-            let (id, _, _) = parse_key(key)?;
-            Some((lane, LeaseKind::Notify, vec![id], "launch"))
-        }
-        Seen::PortLookup { lane, run, .. } => {
-            let id = f.runs.get(run.as_str())?.task_id;
-            Some((lane, LeaseKind::Notify, vec![id], "run lookup"))
-        }
-        Seen::PortInterrupt { lane, run, .. } => {
-            let id = f.runs.get(run.as_str())?.task_id;
-            Some((lane, LeaseKind::Notify, vec![id], "run interrupt"))
-        }
-        _ => None,
     }
 }

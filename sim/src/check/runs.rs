@@ -57,7 +57,10 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
                 }
             }
         }
-        let Seen::PortLookup { lane, run, outcome } = &e.event else {
+        let Seen::PortLookup {
+            lane, run, outcome, ..
+        } = &e.event
+        else {
             continue;
         };
         if outcome != "pending" && outcome != "running" {
@@ -158,6 +161,7 @@ mod tests {
                     lane: "worker-0/0".into(),
                     key: "task:t1:1:0".into(),
                     outcome: "started:run-1".into(),
+                    started_us: 0,
                 },
             ),
         ]
@@ -175,6 +179,7 @@ mod tests {
                 lane: "worker-0/0".into(),
                 run: "run-1".into(),
                 outcome: "running".into(),
+                started_us: 0,
             },
         )]);
         entries.extend(then);
@@ -194,6 +199,7 @@ mod tests {
                 lane: lane.into(),
                 run: "run-1".into(),
                 outcome: "interrupted".into(),
+                started_us: 0,
             },
         )
     }
@@ -257,6 +263,7 @@ mod tests {
                     lane: "worker-0/0".into(),
                     run: "run-1".into(),
                     outcome: "running".into(),
+                    started_us: 0,
                 },
             ));
             check(&plan, &entries)
@@ -281,6 +288,7 @@ mod tests {
                 lane: lane.into(),
                 run: "run-1".into(),
                 outcome: "running".into(),
+                started_us: 0,
             },
         )
     }
@@ -320,6 +328,7 @@ mod tests {
                 lane: "worker-0/1".into(),
                 key: "task:t1:1:0".into(),
                 outcome: "started:run-1".into(),
+                started_us: 0,
             },
         ));
         entries.push(lookup(59, "worker-0/1"));

@@ -312,6 +312,8 @@ pub enum Seen {
         key: String,
         /// What the engine got: `started:<run>`, `busy`, `gone`, `failed`.
         outcome: String,
+        /// When the call started (µs since start); it ended at the entry's time.
+        started_us: u64,
     },
     /// A run ended at the gateway.
     RunEnded {
@@ -330,6 +332,8 @@ pub enum Seen {
         run: String,
         /// The status, or `error`.
         outcome: String,
+        /// When the call started (µs since start); it ended at the entry's time.
+        started_us: u64,
     },
     /// A worker port got the answer to an interrupt of a run (one that outlived the engine's
     /// `max_run_life`).
@@ -340,6 +344,8 @@ pub enum Seen {
         run: String,
         /// `interrupted`, or `error`.
         outcome: String,
+        /// When the call started (µs since start); it ended at the entry's time.
+        started_us: u64,
     },
     /// The store answered an insert.
     StoreInsert {

@@ -229,12 +229,18 @@ fn launcher(event: &Seen) -> Option<String> {
             dropped_note(*dropped),
             excerpt(prompt)
         ),
-        Seen::PortLaunch { lane, key, outcome } => format!("{lane} launch {key}: {outcome}"),
+        Seen::PortLaunch {
+            lane, key, outcome, ..
+        } => format!("{lane} launch {key}: {outcome}"),
         Seen::RunEnded { run, key, status } => {
             format!("run {run} ({key}) ended: {}", status.as_str())
         }
-        Seen::PortLookup { lane, run, outcome } => format!("{lane} looked up {run}: {outcome}"),
-        Seen::PortInterrupt { lane, run, outcome } => {
+        Seen::PortLookup {
+            lane, run, outcome, ..
+        } => format!("{lane} looked up {run}: {outcome}"),
+        Seen::PortInterrupt {
+            lane, run, outcome, ..
+        } => {
             format!("{lane} interrupted {run} (too old): {outcome}")
         }
         Seen::RunQueued { run, key } => {

@@ -5,7 +5,7 @@
 use super::agent_launcher;
 use super::caller::Caller;
 use super::gateway_call::call_gateway;
-use crate::history::Seen;
+use crate::history::{now_us, Seen};
 use crate::plan::gateway_mode::GatewayMode;
 use crate::wire::gateway::{GatewayRequest, GatewayResponse};
 use crate::wire::rpc::CallError;
@@ -28,6 +28,7 @@ impl RpcLauncher {
 impl Launcher for RpcLauncher {
     async fn start_run(&self, req: RunRequest) -> LaunchOutcome {
         let key = req.key.clone();
+        let started_us = now_us();
         let outcome = if self.caller.ctx.plan.gateway == GatewayMode::Langgraph {
             agent_launcher::start_run(&self.caller, &req).await
         } else {
@@ -51,6 +52,7 @@ impl Launcher for RpcLauncher {
                 lane: self.caller.name.clone(),
                 key: key.clone(),
                 outcome: text,
+                started_us,
             },
         );
         self.caller.after_call().await;
@@ -58,6 +60,7 @@ impl Launcher for RpcLauncher {
     }
 
     async fn run_status(&self, _thread: &ThreadId, run: &RunId) -> Result<RunStatus, String> {
+        let started_us = now_us();
         let answer = match self.call(GatewayRequest::Lookup(run.clone())).await {
             Ok(GatewayResponse::Lookup(r)) => r,
             Ok(_) => Err("unexpected answer from the launcher".into()),
@@ -71,6 +74,7 @@ impl Launcher for RpcLauncher {
                 lane: self.caller.name.clone(),
                 run: run.to_string(),
                 outcome,
+                started_us,
             },
         );
         self.caller.after_call().await;
@@ -78,6 +82,7 @@ impl Launcher for RpcLauncher {
     }
 
     async fn interrupt_run(&self, thread: &ThreadId, run: &RunId) -> Result<(), String> {
+        let started_us = now_us();
         let req = GatewayRequest::InterruptRun {
             thread: thread.clone(),
             run: run.clone(),
@@ -99,6 +104,7 @@ impl Launcher for RpcLauncher {
                 lane: self.caller.name.clone(),
                 run: run.to_string(),
                 outcome: outcome.to_owned(),
+                started_us,
             },
         );
         self.caller.after_call().await;
