@@ -13,6 +13,10 @@
 //!
 //! `TASKLATCH_PG_FORCE_LOCAL_CLUSTER=1` skips steps 1 and 2 (used by a test that proves step 3
 //! works on this machine).
+//!
+//! For the replication and pooler tests: [`LocalCluster::start_with`] (server settings on the
+//! command line), [`LocalCluster::standby_of`] (a streaming standby made with `pg_basebackup
+//! -R`, module `standby`) and [`pgbouncer::Pgbouncer`] (Debian's PgBouncer in front of a server).
 
 use crate::{connect, migrate, SchemaName};
 use sqlx::postgres::PgConnectOptions;
@@ -27,6 +31,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::sync::OnceCell;
+
+pub mod pgbouncer;
+mod standby;
 
 /// The local server tried when `DATABASE_URL` is not set.
 pub const LOCAL_SERVER_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -337,6 +344,8 @@ pub struct LocalCluster {
     port: u16,
     bin: PathBuf,
     run_as: Option<String>,
+    /// Server settings given on the command line after the defaults (`-c name='value'`).
+    settings: Vec<(String, String)>,
 }
 
 fn pg_bin_dir() -> Option<PathBuf> {
@@ -410,6 +419,23 @@ impl LocalCluster {
     /// Starts a cluster (blocking; takes a few seconds). Fails when no binaries are found or
     /// the cluster does not start.
     pub fn start() -> Result<LocalCluster, String> {
+        Self::start_with(&[])
+    }
+
+    /// [`LocalCluster::start`] with these server settings on top of the defaults (they win:
+    /// e.g. `("synchronous_commit", "on")`). A value must not hold a single quote.
+    pub fn start_with(settings: &[(&str, &str)]) -> Result<LocalCluster, String> {
+        let mut cluster = Self::unstarted(settings)?;
+        cluster.initdb().inspect_err(|_| cluster.remove_dir())?;
+        cluster.start_on_a_free_port()?;
+        Ok(cluster)
+    }
+
+    /// A new, empty temp dir (owned by the unprivileged user when root) and no server yet.
+    fn unstarted(settings: &[(&str, &str)]) -> Result<LocalCluster, String> {
+        if let Some((name, _)) = settings.iter().find(|(_, v)| v.contains('\'')) {
+            return Err(format!("the value of {name} holds a single quote"));
+        }
         let bin = pg_bin_dir().ok_or("no initdb/pg_ctl found")?;
         let run_as = unprivileged_user()?;
         let dir = std::env::temp_dir().join(format!(
@@ -424,25 +450,34 @@ impl LocalCluster {
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
                 .map_err(|e| format!("cannot hand {dir:?} to {user}: {e}"))?;
         }
-        let mut cluster = LocalCluster {
+        let settings = settings
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Ok(LocalCluster {
             dir,
             port: 0,
             bin,
             run_as,
-        };
-        cluster.initdb().inspect_err(|_| cluster.remove_dir())?;
+            settings,
+        })
+    }
+
+    /// Starts the server of an initialised data dir on a free port (a few tries), with its
+    /// watchdog; removes the dir when it cannot.
+    fn start_on_a_free_port(&mut self) -> Result<(), String> {
         let mut last = String::new();
         for _ in 0..START_TRIES {
-            cluster.port = free_port()?;
-            match cluster.pg_ctl_start() {
+            self.port = free_port()?;
+            match self.pg_ctl_start() {
                 Ok(()) => {
-                    cluster.spawn_watchdog();
-                    return Ok(cluster);
+                    self.spawn_watchdog();
+                    return Ok(());
                 }
                 Err(e) => last = e,
             }
         }
-        cluster.remove_dir();
+        self.remove_dir();
         Err(format!("pg_ctl start failed: {last}"))
     }
 
@@ -473,12 +508,15 @@ impl LocalCluster {
     /// Starts the server on `self.port` (127.0.0.1 and a socket in the temp dir), waiting up to
     /// a minute for it to accept connections.
     fn pg_ctl_start(&self) -> Result<(), String> {
-        let opts = format!(
+        let mut opts = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off \
              -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
             self.port,
             self.dir.display()
         );
+        for (name, value) in &self.settings {
+            opts.push_str(&format!(" -c {name}='{value}'"));
+        }
         output(&mut self.command(
             "pg_ctl",
             &[
@@ -570,6 +608,11 @@ impl LocalCluster {
 
     fn remove_dir(&self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`), keeping its dir (removed on drop).
+    pub fn stop(&self) -> Result<(), String> {
+        output(&mut self.stop_command()).map(|_| ())
     }
 }
 

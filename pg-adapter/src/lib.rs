@@ -10,8 +10,11 @@
 //! - [`migrate`]: the migrations, embedded from `migrations/`, applied into tasklatch's own
 //!   schema ([`SchemaName`], default `tasklatch`) with their history kept there; [`connect`]: a
 //!   pool whose connections start in that schema with statement and lock timeouts
-//!   ([`SessionSettings`]); [`open`]: a pool whose failure to connect names the server and the
-//!   cause ([`ConnectError`]).
+//!   ([`SessionSettings`]), each checked to have them before its first use ([`checked`],
+//!   [`open_checked`]: a pooler may drop start-up options, [`SessionMismatch`]); [`open`]: a
+//!   pool whose failure to connect names the server and the cause ([`ConnectError`]).
+//! - [`read_replication`] (module `replication`): how the database replicates this
+//!   connection's commits, for the worker's start-up check ([`ReplicationMode`]).
 //! - [`PgStore::backlog`] (module `backlog`): the work waiting for each loop and the current
 //!   dead letters, for the worker's gauges — a Postgres-only read, not part of the core trait.
 //! - `harness` (feature `testkit`): fresh test databases on a local, configured or throwaway
@@ -31,8 +34,10 @@ mod migrate;
 #[cfg(feature = "mutations")]
 mod planted;
 mod pool;
+mod replication;
 mod row;
 mod session;
+mod session_check;
 mod sql;
 mod store;
 mod template;
@@ -44,12 +49,14 @@ pub use backlog::{
 pub use error::{ledger_error, store_error};
 pub use ledger::{Coalescing, PgLedger};
 pub use migrate::{migrate, migrator, MigrationError, MIGRATOR};
-pub use pool::{connect, connect_named, connect_with, open, ConnectError};
+pub use pool::{checked, connect, connect_named, connect_with, open, open_checked, ConnectError};
+pub use replication::{read_replication, Replication, ReplicationMode, Risk, Standby};
 pub use row::{decode_task, event_json, storable};
 pub use session::{
     InvalidSchemaName, SchemaName, SessionSettings, DEFAULT_LOCK_TIMEOUT, DEFAULT_SCHEMA,
     DEFAULT_STATEMENT_TIMEOUT,
 };
+pub use session_check::{compare, read_session, verify_session, SessionFound, SessionMismatch};
 pub use store::PgStore;
 
 /// The `EXPLAIN`-able candidate queries of the three claims (`$1` now, `$2` limit), for tests

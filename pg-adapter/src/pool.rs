@@ -1,7 +1,9 @@
 //! Connection pools for the store and the ledger: every connection starts in tasklatch's schema
-//! with its timeouts ([`SessionSettings`]).
+//! with its timeouts ([`SessionSettings`]), and is checked to have them before its first use
+//! (`session_check.rs`: a pooler may drop the start-up options).
 
 use crate::session::SessionSettings;
+use crate::session_check::{verify_session, SessionMismatch};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection, PgPool};
 use std::str::FromStr;
@@ -33,26 +35,61 @@ pub async fn connect(url: &str, max: u32) -> Result<PgPool, sqlx::Error> {
 
 /// A pool on `url` with at most `max` connections and the default session settings, whose
 /// backends show `application_name` (so an operator — or a test — can find them in
-/// `pg_stat_activity`).
+/// `pg_stat_activity`). A pool that cannot be opened is `sqlx::Error::Configuration` holding
+/// the [`ConnectError`] ([`open_checked`]).
 pub async fn connect_named(
     url: &str,
     max: u32,
     application_name: &str,
 ) -> Result<PgPool, sqlx::Error> {
     let opts = PgConnectOptions::from_str(url)?.application_name(application_name);
-    pool_options(max)
-        .connect_with(SessionSettings::default().apply(opts))
+    let session = SessionSettings::default();
+    open_checked(pool_options(max), session.apply(opts), &session)
         .await
+        .map_err(|e| sqlx::Error::Configuration(Box::new(e)))
 }
 
-/// A pool of at most `max` connections on `opts`, each started with `session`. A refused
-/// connection is retried for 30 s; a failure names the server and the cause ([`open`]).
+/// A pool of at most `max` connections on `opts`, each started with `session` and checked to
+/// have it. A refused connection is retried for 30 s; a failure names the server and the cause
+/// ([`open_checked`]).
 pub async fn connect_with(
     opts: PgConnectOptions,
     max: u32,
     session: &SessionSettings,
 ) -> Result<PgPool, ConnectError> {
-    open(pool_options(max), session.apply(opts)).await
+    open_checked(pool_options(max), session.apply(opts), session).await
+}
+
+/// `pool` whose every new connection is checked to be in `session`'s schema with its timeouts
+/// before its first use (`session_check.rs`); one that is not is closed, never handed out.
+pub fn checked(pool: PgPoolOptions, session: &SessionSettings) -> PgPoolOptions {
+    let session = session.clone();
+    pool.after_connect(move |conn, _| {
+        let session = session.clone();
+        Box::pin(async move { verify_session(conn, &session).await })
+    })
+}
+
+/// [`open`] with every connection [`checked`] against `session` (`opts` must carry it, e.g.
+/// `session.apply(…)`, or the role or database must set it). A connection whose session is not
+/// `session` makes the open fail, after the pool's acquire timeout, with the
+/// [`SessionMismatch`]'s text as the cause: the setting, what it is, where that came from, and
+/// what to do.
+pub async fn open_checked(
+    pool: PgPoolOptions,
+    opts: PgConnectOptions,
+    session: &SessionSettings,
+) -> Result<PgPool, ConnectError> {
+    let wait = pool.get_acquire_timeout();
+    let cause = match checked(pool, session).connect_with(opts.clone()).await {
+        Ok(pool) => return Ok(pool),
+        Err(sqlx::Error::PoolTimedOut) => probe(&opts, wait, Some(session)).await,
+        Err(e) => cause_of(&e),
+    };
+    Err(ConnectError {
+        server: server_of(&opts),
+        cause,
+    })
 }
 
 /// At most `max` connections; a caller waits at most [`ACQUIRE_TIMEOUT`] for one.
@@ -72,7 +109,7 @@ pub async fn open(pool: PgPoolOptions, opts: PgConnectOptions) -> Result<PgPool,
     let wait = pool.get_acquire_timeout();
     let cause = match pool.connect_with(opts.clone()).await {
         Ok(pool) => return Ok(pool),
-        Err(sqlx::Error::PoolTimedOut) => probe(&opts, wait).await,
+        Err(sqlx::Error::PoolTimedOut) => probe(&opts, wait, None).await,
         Err(e) => cause_of(&e),
     };
     Err(ConnectError {
@@ -81,25 +118,43 @@ pub async fn open(pool: PgPoolOptions, opts: PgConnectOptions) -> Result<PgPool,
     })
 }
 
-/// The cause a direct connection attempt on `opts` meets within `wait`.
-async fn probe(opts: &PgConnectOptions, wait: Duration) -> String {
-    match tokio::time::timeout(wait, opts.connect()).await {
+/// The cause a direct connection attempt on `opts` meets within `wait`, its session checked
+/// against `session` when given.
+async fn probe(
+    opts: &PgConnectOptions,
+    wait: Duration,
+    session: Option<&SessionSettings>,
+) -> String {
+    let attempt = async {
+        let mut conn = opts.connect().await?;
+        let checked = match session {
+            Some(s) => verify_session(&mut conn, s).await,
+            None => Ok(()),
+        };
+        let _ = conn.close().await;
+        checked
+    };
+    match tokio::time::timeout(wait, attempt).await {
         Ok(Err(e)) => cause_of(&e),
-        Ok(Ok(conn)) => {
-            let _ = conn.close().await;
-            format!(
-                "no connection within {} ms (a later attempt succeeded)",
-                wait.as_millis()
-            )
-        }
+        Ok(Ok(())) => format!(
+            "no connection within {} ms (a later attempt succeeded)",
+            wait.as_millis()
+        ),
         Err(_) => format!("no answer within {} ms", wait.as_millis()),
     }
 }
 
 /// A connection error's cause: the operating system's error, the server's message with its
 /// SQLSTATE (a refusal at connect, e.g. a failed authentication, which never quotes the
-/// password), or sqlx's own text, at most [`MAX_CAUSE`] characters. None of them quotes the URL.
+/// password), or sqlx's own text, at most [`MAX_CAUSE`] characters — except a
+/// [`SessionMismatch`], given whole (its remedy is the point), and a pooler's refusal of the
+/// start-up options, followed by what to do. None of them quotes the URL.
 fn cause_of(e: &sqlx::Error) -> String {
+    if let sqlx::Error::Configuration(inner) = e {
+        if let Some(mismatch) = inner.downcast_ref::<SessionMismatch>() {
+            return mismatch.to_string();
+        }
+    }
     let text = match e {
         sqlx::Error::Io(io) => io.to_string(),
         sqlx::Error::Database(db) => format!(
@@ -109,8 +164,18 @@ fn cause_of(e: &sqlx::Error) -> String {
         ),
         other => other.to_string(),
     };
-    text.chars().take(MAX_CAUSE).collect()
+    let mut cause: String = text.chars().take(MAX_CAUSE).collect();
+    if text.contains("unsupported startup parameter: options") {
+        cause.push_str(OPTIONS_REFUSED);
+    }
+    cause
 }
+
+/// Added to PgBouncer's refusal of the `options` start-up parameter (1.18 cannot carry it).
+const OPTIONS_REFUSED: &str = " — a pooler (PgBouncer) that cannot carry start-up options: \
+     list options in its ignore_startup_parameters and give the role or the database the schema \
+     and the timeouts (ALTER ROLE <role> SET search_path = <schema>, statement_timeout, \
+     lock_timeout; each pooled connection is checked to have them)";
 
 /// Where `opts` point: `host:port` (`[address]:port` for an IPv6 address), or the path of the
 /// Unix socket (`<directory>/.s.PGSQL.<port>`, as libpq names it).

@@ -176,6 +176,10 @@ pub(crate) const HISTORY_EXISTS: &str = include_str!("../sql/admin/history_exist
 pub(crate) const MIGRATION_HISTORIES: &str = include_str!("../sql/admin/migration_histories.sql");
 /// Whether one history records a migration (`HISTORY` replaced by the quoted table name).
 pub(crate) const HISTORY_RECORDS: &str = include_str!("../sql/admin/history_records.sql");
+/// What a new pooled connection really got: its schema and timeouts, with their sources.
+pub(crate) const SESSION_CHECK: &str = include_str!("../sql/admin/session_check.sql");
+/// This connection's synchronous_commit, the synchronous standby names and the standbys.
+pub(crate) const REPLICATION: &str = include_str!("../sql/admin/replication.sql");
 
 /// Helpers for the tests that read the statement files.
 #[cfg(test)]

@@ -17,7 +17,8 @@
 //! - [`peers`]: whether the Agent Server and each MCP server answered the last contact (the
 //!   driver and launcher wrapped to record it; the background assistant check), shown in
 //!   `/readyz`'s body and the `tasklatch_peer_*` metrics.
-//! - [`schema`]: the refusal to run on a schema that is behind.
+//! - [`schema`]: the refusal to run on a schema that is behind; [`replication`]: the refusal
+//!   to run where a failover could lose acknowledged writes (unless allowed).
 //! - [`shutdown`]: SIGTERM/SIGINT: stop claiming, finish or release what is in flight, exit
 //!   within one lease; a second signal exits at once.
 //! - [`retention`]: the loop that deletes finished, settled tasks after a configured age (off
@@ -45,6 +46,7 @@ pub mod metrics;
 pub mod ops;
 pub mod peers;
 pub mod poll_now;
+pub mod replication;
 pub mod retention;
 pub mod run;
 pub mod schema;

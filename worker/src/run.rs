@@ -2,7 +2,10 @@
 //! graceful stop.
 //!
 //! Start-up refuses to go on (with an error naming what to do) when the database cannot be
-//! reached, when its schema is behind (`tasklatch migrate`), when the MCP or Agent Server
+//! reached or a pooled connection lacks the configured schema and timeouts (a pooler dropped
+//! the start-up options), when its schema is behind (`tasklatch migrate`), when a failover could
+//! lose acknowledged writes and `database.allow_async_replication` is not set
+//! ([`crate::replication`]), when the MCP or Agent Server
 //! configuration cannot be used, when the Agent Server answers that the configured assistant
 //! does not exist or refuses the credentials, when this host's clock is off the database's by
 //! more than `engine.max_clock_skew_ms` ([`crate::clock_guard`]), or when the listen address is
@@ -37,6 +40,7 @@ use crate::lane::{Heartbeat, Lane, LaneSummary};
 use crate::metered::Metered;
 use crate::metrics::Metrics;
 use crate::peers::{self, PeerDriver, PeerHealth, PeerLauncher};
+use crate::replication;
 use crate::retention;
 use crate::schema::{self, SchemaState};
 use crate::shutdown::Signals;
@@ -84,21 +88,35 @@ pub enum StartError {
     /// This host's clock is off the database's by more than `engine.max_clock_skew_ms`.
     #[error("clock: {0}")]
     Clock(String),
+    /// A failover could lose acknowledged writes and `database.allow_async_replication` is not
+    /// set ([`crate::replication`]): what was found, what is at risk, how to fix it.
+    #[error("replication: {0}")]
+    Replication(String),
 }
 
 /// Connects a pool of `settings.database.pool_size` connections, each started in the configured
 /// schema with the configured statement and lock timeouts (`settings.database.options` carry
-/// them). A refused connection is retried until `database.connect_timeout_ms`; a pool that
-/// cannot be opened is [`StartError::Unreachable`], with the server and the cause
-/// (`tasklatch_pg::open`).
+/// them) and checked to have them before its first use (`tasklatch_pg::checked`: a pooler may
+/// drop start-up options). A refused connection is retried until `database.connect_timeout_ms`;
+/// a pool that cannot be opened, or whose connections lack the settings, is
+/// [`StartError::Unreachable`], with the server and the cause (`tasklatch_pg::open_checked`).
 pub async fn connect(settings: &Settings) -> Result<PgPool, StartError> {
     let db = &settings.database;
     let pool = PgPoolOptions::new()
         .max_connections(db.pool_size)
         .acquire_timeout(db.connect_timeout);
-    tasklatch_pg::open(pool, db.options.clone())
+    tasklatch_pg::open_checked(pool, db.options.clone(), &db.session)
         .await
         .map_err(StartError::Unreachable)
+}
+
+/// Refuses commits a failover could lose unless `database.allow_async_replication`
+/// ([`crate::replication::check_at_start`]); logs the replication mode.
+pub async fn check_replication(
+    pool: &PgPool,
+    settings: &Settings,
+) -> Result<tasklatch_pg::ReplicationMode, StartError> {
+    replication::check_at_start(pool, settings.database.allow_async_replication).await
 }
 
 /// The start-up line: what runs (version, commit), on what (database host and port, schema
@@ -183,6 +201,7 @@ struct Running {
 async fn start(settings: &Settings) -> Result<Running, StartError> {
     let pool = connect(settings).await?;
     check_schema(&pool).await?;
+    check_replication(&pool, settings).await?;
     let metrics = Arc::new(Metrics::new());
     let store = PgStore::new(pool.clone(), settings.policy.clone());
     let max_skew = settings.policy.max_clock_skew;

@@ -57,6 +57,13 @@ pub struct DatabaseSection {
     /// `lock_timeout` of every pooled connection, in milliseconds (at most the statement timeout).
     #[serde(default = "default_lock_timeout_ms")]
     pub lock_timeout_ms: u64,
+    /// Start even when a failover could lose acknowledged writes: standbys replicate
+    /// asynchronously, none is synchronous now, or `synchronous_commit` is `off`/`local` while
+    /// standbys are attached or named (`tasklatch_pg::ReplicationMode::AtRisk`). Default false:
+    /// the worker refuses to start then. A lone primary (no standby attached, none named) starts
+    /// either way.
+    #[serde(default)]
+    pub allow_async_replication: bool,
 }
 
 fn default_schema() -> String {

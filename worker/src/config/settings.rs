@@ -49,6 +49,9 @@ pub struct DatabaseSettings {
     pub pool_size: u32,
     /// How long to wait for a connection.
     pub connect_timeout: Duration,
+    /// Whether to start although a failover could lose acknowledged writes
+    /// (`database.allow_async_replication`, checked at start by `run::check_replication`).
+    pub allow_async_replication: bool,
 }
 
 /// How API callers are authenticated.
@@ -219,6 +222,7 @@ fn database_of(file: &FileConfig, lanes: usize) -> Result<DatabaseSettings, Conf
         session,
         pool_size,
         connect_timeout,
+        allow_async_replication: file.database.allow_async_replication,
     })
 }
 
@@ -593,6 +597,21 @@ mod tests {
             e.contains("database.pool_size") && e.contains("lanes + 2"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn asynchronous_replication_is_refused_unless_allowed() {
+        let s = check(BASE).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!s.database.allow_async_replication, "false by default");
+        let allowed = BASE.replace("[database]", "[database]\nallow_async_replication = true");
+        let s = check(&allowed).unwrap_or_else(|e| panic!("{e}"));
+        assert!(s.database.allow_async_replication);
+        let wrong = BASE.replace(
+            "[database]",
+            "[database]\nallow_async_replication = \"yes\"",
+        );
+        let e = check(&wrong).err().unwrap_or_default();
+        assert!(e.contains("expected a boolean"), "{e}");
     }
 
     #[test]

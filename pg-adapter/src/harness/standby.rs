@@ -1,0 +1,80 @@
+//! A streaming standby of a throwaway cluster: `pg_basebackup -R` of the primary, started on a
+//! port of its own. With the primary's `synchronous_standby_names` naming it (`'*'` names every
+//! standby) it is synchronous; otherwise asynchronous.
+
+use super::{output, LocalCluster};
+use sqlx::{Connection, PgConnection};
+use std::time::{Duration, Instant};
+
+impl LocalCluster {
+    /// A standby of `primary` (blocking; a few seconds): a base backup over the replication
+    /// protocol (`-X stream`, `-R` writes `primary_conninfo` and `standby.signal`), started
+    /// with `settings` on top of the defaults, its `cluster_name` (the name it reports to the
+    /// primary as `application_name`) `standby`. Stopped and removed on drop, like any
+    /// [`LocalCluster`]. Fails when `pg_basebackup` is missing or the standby does not start.
+    pub fn standby_of(
+        primary: &LocalCluster,
+        settings: &[(&str, &str)],
+    ) -> Result<LocalCluster, String> {
+        let mut with_name = vec![("cluster_name", "standby")];
+        with_name.extend_from_slice(settings);
+        let mut standby = Self::unstarted(&with_name)?;
+        if !standby.bin.join("pg_basebackup").is_file() {
+            standby.remove_dir();
+            return Err(format!("no pg_basebackup in {}", standby.bin.display()));
+        }
+        let data = standby.data_dir();
+        let port = primary.port.to_string();
+        let backup = standby.command(
+            "pg_basebackup",
+            &[
+                "-D",
+                &data.to_string_lossy(),
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-U",
+                "postgres",
+                "--no-sync",
+            ],
+        );
+        output(&mut { backup }).inspect_err(|_| standby.remove_dir())?;
+        standby.start_on_a_free_port()?;
+        Ok(standby)
+    }
+
+    /// Waits up to `within` until this primary shows a standby `streaming` in sync state
+    /// `sync_state` (`sync`, `async`, …) in `pg_stat_replication`.
+    pub async fn wait_for_standby(&self, sync_state: &str, within: Duration) -> Result<(), String> {
+        let start = Instant::now();
+        let mut last = String::from("no answer");
+        while start.elapsed() < within {
+            match self.streaming_standbys(sync_state).await {
+                Ok(n) if n > 0 => return Ok(()),
+                Ok(_) => last = format!("no standby streaming in sync state {sync_state}"),
+                Err(e) => last = e.to_string(),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(format!("{last} within {} ms", within.as_millis()))
+    }
+
+    /// Standbys streaming in sync state `sync_state`.
+    async fn streaming_standbys(&self, sync_state: &str) -> Result<i64, sqlx::Error> {
+        let mut conn = PgConnection::connect(&self.url()).await?;
+        let n = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = $1",
+        )
+        .bind(sync_state)
+        .fetch_one(&mut conn)
+        .await;
+        let _ = conn.close().await;
+        n
+    }
+}
