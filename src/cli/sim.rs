@@ -71,6 +71,11 @@ pub struct SimArgs {
     /// Run the campaign once per planted bug and print which were caught.
     #[arg(long, requires = "seeds")]
     mutants: bool,
+    /// With `--mutants`: run every seed for every planted bug (no stop at the first catch)
+    /// and count the seeds that catch each; the footer gives the median first seed and the
+    /// fewest catches (the zoo's figures; as many campaigns as bugs, each over all its seeds).
+    #[arg(long, requires = "mutants")]
+    catch_counts: bool,
     /// Parallel simulations (default: the number of cores).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     threads: Option<u32>,
@@ -401,16 +406,24 @@ fn mutant_table(
         bail!("--mutants needs --seeds A..B")
     };
     let selection = mutants::selection(args.mutant, args.store == StoreKind::Pg);
-    println!("{}", mutants::header());
-    let mut caught = 0;
+    let stop = !args.catch_counts;
+    println!("{}", mutants::header(args.catch_counts));
+    let (mut caught, mut zoo) = (0, mutants::Zoo::default());
     for m in &selection {
-        let mut opts = campaign_options(args, seeds.clone(), run_opts.clone(), Some(*m), true);
+        let mut opts = campaign_options(args, seeds.clone(), run_opts.clone(), Some(*m), stop);
         opts.knobs.gateway = mutants::gateway_for(*m, args.gateway);
         let report = campaign(&opts, factory.clone(), args.quiet)?;
         let (row, hit) = mutants::row(*m, &report);
-        println!("{row}");
+        if args.catch_counts {
+            println!("{row:<100} {}", zoo.add(*m, &report));
+        } else {
+            println!("{row}");
+        }
         caught += usize::from(hit);
     }
     println!("{}", mutants::footer(caught, selection.len()));
+    if args.catch_counts {
+        println!("{}", zoo.summary(seeds.end - seeds.start));
+    }
     Ok(exit(caught == selection.len()))
 }

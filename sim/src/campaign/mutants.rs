@@ -30,12 +30,58 @@ pub fn selection(only: Option<Mutant>, postgres: bool) -> Vec<Mutant> {
     }
 }
 
-/// The table's header line.
-pub fn header() -> String {
-    format!(
+/// The table's header line; with `counts`, a last column of the seeds that caught each bug.
+pub fn header(counts: bool) -> String {
+    let line = format!(
         "{:<38} {:<7} {:<12} {:<18} seen first by",
         "mutant", "caught", "first seed", "invariant"
-    )
+    );
+    if counts {
+        format!("{line:<100} seeds caught")
+    } else {
+        line
+    }
+}
+
+/// The zoo's figures over campaigns that ran every seed (`--catch-counts`): per planted bug
+/// its first catching seed and how many seeds caught it.
+#[derive(Default)]
+pub struct Zoo {
+    /// (bug, first catching seed, seeds that caught it).
+    rows: Vec<(Mutant, Option<u64>, usize)>,
+}
+
+impl Zoo {
+    /// Adds `m`'s campaign; returns its count column (`12`).
+    pub fn add(&mut self, m: Mutant, report: &CampaignReport) -> String {
+        let first = report.failures().next().map(|f| f.seed);
+        let count = report.failures().count();
+        self.rows.push((m, first, count));
+        count.to_string()
+    }
+
+    /// The summary line: the median seeds-to-first-catch (first seed + 1; a bug never caught
+    /// counts as more than `seeds`) and the bugs caught by the fewest seeds.
+    pub fn summary(&self, seeds: u64) -> String {
+        let mut to_first: Vec<u64> = self
+            .rows
+            .iter()
+            .map(|(_, first, _)| first.map_or(seeds + 1, |f| f + 1))
+            .collect();
+        to_first.sort_unstable();
+        let median = to_first.get(to_first.len() / 2).copied().unwrap_or(0);
+        let fewest = self.rows.iter().map(|(_, _, c)| *c).min().unwrap_or(0);
+        let names: Vec<&str> = self
+            .rows
+            .iter()
+            .filter(|(_, _, c)| *c == fewest)
+            .map(|(m, _, _)| m.name())
+            .collect();
+        format!(
+            "median seeds to first catch: {median}; fewest seeds catching one bug: {fewest} of {seeds} ({})",
+            names.join(", ")
+        )
+    }
 }
 
 /// The row of mutant `m` after its campaign, and whether the campaign caught it. "Seen first

@@ -106,6 +106,16 @@ marks! {
         WorkerClockSteppedAtNews = "worker_clock_stepped_at_news";
         /// A worker's clock stepped back after an answer.
         WorkerClockSteppedBack = "worker_clock_stepped_back";
+        /// A poll write opened a new version while another worker held a live notification
+        /// lease on the task.
+        PollNewsUnderNotifyLease = "poll_news_under_notify_lease";
+        /// A launch or run lookup started with little lease left before its margin.
+        CallWithLittleLeaseLeft = "call_with_little_lease_left";
+        /// An owner answered the same question twice.
+        AnswerRepeated = "answer_repeated";
+        /// A thread's runs were listed while one key had two runs (LangGraph mode only: the
+        /// in-memory campaign's ledger never makes two).
+        TwoRunsOneKey = "two_runs_one_key", rare;
     }
 }
 

@@ -4,6 +4,7 @@
 //! when a mark not marked rare is hit by no seed of 0..200.
 
 pub mod confirmed_runs;
+pub mod interleavings;
 pub mod spent_budget;
 
 use crate::history::{Entry, Seen};
@@ -26,5 +27,10 @@ pub fn fired(plan: &Plan, entries: &[Entry]) -> BTreeSet<Feature> {
             _ => {}
         }
     }
+    marks.extend(
+        interleavings::interleavings(entries)
+            .into_iter()
+            .map(Feature::from),
+    );
     marks
 }
