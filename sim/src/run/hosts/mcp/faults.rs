@@ -2,6 +2,7 @@
 //! submit, remote errors (all tasks, or one task's remote down) answer 503, a restart forgets
 //! the legacy side's tasks, and lost replies drop an answer after the work is done.
 
+use super::error_text;
 use super::state::McpState;
 use crate::plan::fault::{FaultKind, Service};
 use crate::plan::naming::task_label;
@@ -40,8 +41,8 @@ pub fn transient_error(ctx: &Ctx, st: &McpState, t: u64, remote_id: &str) -> Opt
         })
         .next()?;
     ctx.fire(index, "mcp");
-    Some(McpAnswer::Unavailable(format!(
-        "503 service unavailable while reading {remote_id}"
+    Some(McpAnswer::Unavailable(error_text::transient_text(
+        t, remote_id,
     )))
 }
 

@@ -7,6 +7,7 @@
 //! on the server's `state`. At the end of a run the world reads each task's `truth`.
 
 mod content;
+mod error_text;
 mod faults;
 mod marks;
 mod model;
