@@ -52,8 +52,12 @@ mod tests {
             .map(|i| transient_text(1_000 + i * 10, "rt-42"))
             .collect();
         assert!(texts.iter().all(|t| t.contains("rt-42")));
-        let distinct: BTreeSet<&String> = texts.iter().collect();
-        assert_eq!(distinct.len(), texts.len(), "consecutive errors differ");
+        assert!(
+            texts.windows(2).all(|w| w[0] != w[1]),
+            "consecutive errors differ"
+        );
+        let varying: BTreeSet<&String> = texts.iter().filter(|t| t.contains("req_")).collect();
+        assert_eq!(varying.len(), 10, "a request id varies from call to call");
         let shapes: BTreeSet<char> = texts.iter().filter_map(|t| t.chars().next()).collect();
         assert_eq!(shapes.len() as u64, SHAPES);
     }
