@@ -992,3 +992,54 @@ async fn an_unreachable_database_is_named_with_the_cause() {
     }
     let _ = std::fs::remove_file(config);
 }
+
+/// `--database-hosts`: `tasklatch migrate` and an operator command skip a host that refuses and
+/// use the one that takes writes (the URL's own server, listed second); with only the refusing
+/// host they fail naming the host list and what each host answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_and_operator_commands_find_the_primary_in_a_host_list() {
+    let db = TestDb::create().await;
+    let url = db.url().to_owned();
+    let options: sqlx::postgres::PgConnectOptions = url.parse().unwrap_or_else(|e| panic!("{e}"));
+    let (closed, server) = (
+        format!("127.0.0.1:{}", closed_port()),
+        format!("{}:{}", options.get_host(), options.get_port()),
+    );
+    let hosts = format!("{closed},{server}");
+    let migrate = [
+        "migrate",
+        "--database-url",
+        &url,
+        "--database-hosts",
+        &hosts,
+    ];
+    let (ok, out, err) = cli(&migrate, &[]).await;
+    assert!(
+        ok && out.contains("migrated schema tasklatch"),
+        "{out}{err}"
+    );
+    let list = [
+        "dead-letters",
+        "list",
+        "--database-url",
+        &url,
+        "--database-hosts",
+        &hosts,
+    ];
+    let (ok, out, err) = cli(&list, &[]).await;
+    assert!(ok, "{out}{err}");
+    let only_closed = [
+        "dead-letters",
+        "list",
+        "--database-url",
+        &url,
+        "--database-hosts",
+        &closed,
+    ];
+    let (ok, out, err) = cli(&only_closed, &[]).await;
+    assert!(!ok, "{out}{err}");
+    let named =
+        format!("could not connect to the database at {closed}: no primary among {closed}: ");
+    assert!(err.contains(&named) && err.contains("refused"), "{err}");
+    db.cleanup().await;
+}

@@ -5,8 +5,9 @@
 //! - CHECK, NOT NULL and data exceptions (SQLSTATE class 22, 23): [`StoreError::Invalid`] — the
 //!   input is at fault, retrying it alone cannot help;
 //! - everything else (connection loss, pool timeout, terminated backend, deadlock, serialization
-//!   failure, shutdown): [`StoreError::Unavailable`] — the transaction may or may not have
-//!   committed.
+//!   failure, shutdown, and `25006` read_only_sql_transaction — a server that stopped being the
+//!   primary, or a standby, during a failover): [`StoreError::Unavailable`] — the transaction may
+//!   or may not have committed, and a retry on the new primary can succeed.
 //!
 //! Messages never carry row values (the database's own messages may quote them, so only the
 //! constraint name or the SQLSTATE is kept): no secret can leak through an error.
@@ -18,6 +19,9 @@ use tasklatch_core::store::StoreError;
 pub(crate) fn corrupt(col: &str) -> StoreError {
     StoreError::Unavailable(format!("stored row does not decode (column {col})"))
 }
+
+/// SQLSTATE read_only_sql_transaction: a write on a standby or a read-only server.
+const READ_ONLY_TRANSACTION: &str = "25006";
 
 /// Maps a sqlx error to a [`StoreError`] (see the module documentation).
 pub fn store_error(e: sqlx::Error) -> StoreError {
@@ -34,6 +38,12 @@ pub fn store_error(e: sqlx::Error) -> StoreError {
             } else {
                 StoreError::Invalid(format!("unique constraint {constraint} violated"))
             };
+        }
+        if code == READ_ONLY_TRANSACTION {
+            return StoreError::Unavailable(format!(
+                "the server takes no writes (SQLSTATE {code}): not the primary, a failover is \
+                 likely under way"
+            ));
         }
         if code == "23514" {
             return StoreError::Invalid(format!("constraint {constraint} violated"));
@@ -59,6 +69,11 @@ fn describe(e: &sqlx::Error) -> String {
     match e {
         sqlx::Error::PoolTimedOut => "connection pool timed out".into(),
         sqlx::Error::PoolClosed => "connection pool closed".into(),
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
+            "i/o error: entity not found (a Unix socket that does not exist: with a host list, no \
+             host is the primary now)"
+                .into()
+        }
         sqlx::Error::Io(io) => format!("i/o error: {}", io.kind()),
         sqlx::Error::Protocol(_) => "protocol error".into(),
         sqlx::Error::WorkerCrashed => "connection worker crashed".into(),

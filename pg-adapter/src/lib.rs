@@ -13,6 +13,9 @@
 //!   ([`SessionSettings`]), each checked to have them before its first use ([`checked`],
 //!   [`open_checked`]: a pooler may drop start-up options, [`SessionMismatch`]); [`open`]: a
 //!   pool whose failure to connect names the server and the cause ([`ConnectError`]).
+//! - [`Host`] lists (module `hosts`), [`find_primary`] and the read-only refusal (module
+//!   `primary`), and [`open_following`] (module `failover`): a pool on whichever host of a list
+//!   takes writes, re-pointed by its [`PrimaryFollower`] after a failover.
 //! - [`read_replication`] (module `replication`): how the database replicates this
 //!   connection's commits, for the worker's start-up check ([`ReplicationMode`]).
 //! - [`PgStore::backlog`] (module `backlog`): the work waiting for each loop and the current
@@ -27,13 +30,16 @@
 mod backlog;
 mod coalesce;
 mod error;
+mod failover;
 #[cfg(feature = "testkit")]
 pub mod harness;
+mod hosts;
 mod ledger;
 mod migrate;
 #[cfg(feature = "mutations")]
 mod planted;
 mod pool;
+mod primary;
 mod replication;
 mod row;
 mod session;
@@ -47,9 +53,18 @@ pub use backlog::{
     DEFAULT_BACKLOG_TIMEOUT,
 };
 pub use error::{ledger_error, store_error};
+pub use failover::{
+    open_following, open_primary, PrimaryFollower, PrimaryStatus, CHECK_EVERY, FIRST_REPROBE,
+    MAX_REPROBE, NO_PRIMARY_SOCKET,
+};
+pub use hosts::{list_text, tcp_base, Host, InvalidHost, DEFAULT_PORT};
 pub use ledger::{Coalescing, PgLedger};
 pub use migrate::{migrate, migrator, MigrationError, MIGRATOR};
 pub use pool::{checked, connect, connect_named, connect_with, open, open_checked, ConnectError};
+pub use primary::{
+    checked_primary, find_primary, probe, refuse_read_only, role_of, NoPrimary, ReadOnlyServer,
+    Role, PROBE_TIMEOUT,
+};
 pub use replication::{read_replication, Replication, ReplicationMode, Risk, Standby};
 pub use row::{decode_task, event_json, storable};
 pub use session::{

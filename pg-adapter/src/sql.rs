@@ -180,6 +180,8 @@ pub(crate) const HISTORY_RECORDS: &str = include_str!("../sql/admin/history_reco
 pub(crate) const SESSION_CHECK: &str = include_str!("../sql/admin/session_check.sql");
 /// This connection's synchronous_commit, the synchronous standby names and the standbys.
 pub(crate) const REPLICATION: &str = include_str!("../sql/admin/replication.sql");
+/// Whether this server takes writes: in recovery, and transaction_read_only.
+pub(crate) const PRIMARY_CHECK: &str = include_str!("../sql/admin/primary_check.sql");
 
 /// Helpers for the tests that read the statement files.
 #[cfg(test)]

@@ -2,8 +2,10 @@
 //! scoped calls), `tasklatch tasks poll-now` (`tasklatch_worker::poll_now`, unscoped) and
 //! `tasklatch dead-letters list|requeue` (`tasklatch_worker::ops`, unscoped).
 //! The database is `--database-url`, else `$TASKLATCH_DATABASE_URL`, else the `[database]` of
-//! `--config`; a database that cannot be reached is named with the cause
-//! ([`tasklatch_pg::ConnectError`]). Output goes through [`out::line`]: `… | head -1` ends it
+//! `--config`; with `--database-hosts` (or the configuration's `database.hosts`) the host that
+//! takes writes. Every connection is checked for the schema and timeouts (`open_checked`: a
+//! pooler may drop them) and, with hosts, for writes. A database that cannot be reached is
+//! named with the cause ([`tasklatch_pg::ConnectError`]). Output goes through [`out::line`]: `… | head -1` ends it
 //! quietly.
 
 use super::out;
@@ -30,6 +32,16 @@ pub struct Database {
     /// The database (default: $TASKLATCH_DATABASE_URL, then --config).
     #[arg(long, global = true)]
     database_url: Option<String>,
+    /// With --database-url or $TASKLATCH_DATABASE_URL: servers to find the primary among,
+    /// comma-separated `host:port` (port 5432 when left out), asked in order; each replaces the
+    /// URL's host and port. (A configuration file names its own: database.hosts.)
+    #[arg(
+        long,
+        global = true,
+        value_delimiter = ',',
+        value_name = "HOST:PORT,..."
+    )]
+    database_hosts: Vec<String>,
     /// A worker configuration file to take the database (and timings) from.
     #[arg(long, global = true)]
     config: Option<PathBuf>,
@@ -410,7 +422,7 @@ where
     F: FnOnce(PgStore) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<ExitCode>>,
 {
-    let (options, policy) = database_of(db)?;
+    let target = database_of(db)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -418,15 +430,28 @@ where
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(2)
             .acquire_timeout(Duration::from_secs(10));
-        let pool = tasklatch_pg::open(pool, options).await?;
+        let (options, session, hosts) = (target.options, target.session, target.hosts);
+        let pool = tasklatch_pg::open_primary(pool, options, &session, &hosts).await?;
         tasklatch_worker::run::check_schema(&pool).await?;
-        let code = f(PgStore::new(pool.clone(), policy)).await;
+        let code = f(PgStore::new(pool.clone(), target.policy)).await;
         pool.close().await;
         code
     })
 }
 
-fn database_of(db: &Database) -> anyhow::Result<(sqlx::postgres::PgConnectOptions, Policy)> {
+/// Where the operator commands connect, and with what.
+struct Target {
+    /// The URL's options, `session` applied.
+    options: sqlx::postgres::PgConnectOptions,
+    /// The schema and timeouts every connection is checked for.
+    session: tasklatch_pg::SessionSettings,
+    /// The host list (empty: the URL's host).
+    hosts: Vec<tasklatch_pg::Host>,
+    /// The timings (the configuration's, else the defaults).
+    policy: Policy,
+}
+
+fn database_of(db: &Database) -> anyhow::Result<Target> {
     let url = db
         .database_url
         .clone()
@@ -441,12 +466,26 @@ fn database_of(db: &Database) -> anyhow::Result<(sqlx::postgres::PgConnectOption
                 .map_err(|e| anyhow::anyhow!("--schema: {e}"))?,
             ..tasklatch_pg::SessionSettings::default()
         };
-        return Ok((session.apply(options), Policy::default()));
+        return Ok(Target {
+            options: session.apply(options),
+            session,
+            hosts: super::migrate::hosts_of(&db.database_hosts)?,
+            policy: Policy::default(),
+        });
     }
     let path = db
         .config
         .as_ref()
         .context("give --database-url, $TASKLATCH_DATABASE_URL or --config")?;
+    if !db.database_hosts.is_empty() {
+        anyhow::bail!("--database-hosts goes with --database-url; a configuration file names its own (database.hosts)");
+    }
     let settings = tasklatch_worker::config::load(path, &|k| std::env::var(k).ok())?;
-    Ok((settings.database.options, settings.policy))
+    let d = settings.database;
+    Ok(Target {
+        options: d.options,
+        session: d.session,
+        hosts: d.hosts,
+        policy: settings.policy,
+    })
 }

@@ -22,6 +22,8 @@
 //! | `tasklatch_passes_total` | engine passes, all lanes |
 //! | `tasklatch_wakeups_total` | wake-up notifications received |
 //! | `tasklatch_wakeup_reconnects_total` | times the wake-up listener lost its connection |
+//! | `tasklatch_db_primary_changes_total` | with `database.hosts`: primaries found on another host than the one before (failovers followed) |
+//! | `tasklatch_db_without_primary_seconds_total` | with `database.hosts`: seconds without a primary (store calls failing at once), the current spell included; taken from the follower at each scrape and `/readyz` |
 //! | `tasklatch_pruned_total{what}` | rows deleted by retention: `tasks`, `runs` ([`crate::retention`]) |
 //! | `tasklatch_clock_skew_seconds` | gauge: the database's clock minus this worker's, as the last pass measured it |
 //! | `tasklatch_skew_refused_passes_total` | passes that claimed nothing because the skew exceeded `engine.max_clock_skew_ms` |
@@ -51,7 +53,7 @@ use std::time::Duration;
 use tasklatch_core::engine::ClockCheck;
 use tasklatch_core::lease::{LeaseKind, Refusal};
 use tasklatch_core::store::Pruned;
-use tasklatch_pg::{Backlog, DEAD_LETTER_SERIES};
+use tasklatch_pg::{Backlog, PrimaryStatus, DEAD_LETTER_SERIES};
 
 /// The `Content-Type` of [`Metrics::render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -197,6 +199,8 @@ pub struct Metrics {
     passes: Counter,
     wakeups: Counter,
     reconnects: Counter,
+    primary_changes: Counter,
+    without_primary: Counter<f64, AtomicU64>,
     pruned: Family<PrunedLabel, Counter>,
     clock_skew: Gauge<f64, AtomicU64>,
     skew_refused: Counter,
@@ -242,6 +246,8 @@ impl Metrics {
             passes: Counter::default(),
             wakeups: Counter::default(),
             reconnects: Counter::default(),
+            primary_changes: Counter::default(),
+            without_primary: Counter::default(),
             pruned: Family::default(),
             clock_skew: Gauge::default(),
             skew_refused: Counter::default(),
@@ -487,6 +493,16 @@ impl Metrics {
             self.reconnects.clone(),
         );
         r.register(
+            "db_primary_changes",
+            "Database primaries found on another host than the one before",
+            self.primary_changes.clone(),
+        );
+        r.register(
+            "db_without_primary_seconds",
+            "Seconds without a database primary among the hosts",
+            self.without_primary.clone(),
+        );
+        r.register(
             "pruned",
             "Rows deleted by retention: finished tasks and their ended runs",
             self.pruned.clone(),
@@ -697,6 +713,17 @@ impl Metrics {
             self.peer_last_success
                 .get_or_create(&label)
                 .set(unix_seconds);
+        }
+    }
+
+    /// The host list's record as its follower keeps it (`tasklatch_pg::PrimaryStatus`): both
+    /// counters are brought up to its totals (they never go down).
+    pub fn primary(&self, status: &PrimaryStatus) {
+        let changes = status.changes.saturating_sub(self.primary_changes.get());
+        self.primary_changes.inc_by(changes);
+        let seconds = status.without_primary.as_secs_f64() - self.without_primary.get();
+        if seconds > 0.0 {
+            self.without_primary.inc_by(seconds);
         }
     }
 

@@ -8,7 +8,10 @@
 //! attached asynchronously, named but none synchronous now, or `synchronous_commit` `off`/`local`
 //! with standbys), unless `database.allow_async_replication = true` — then it starts with a
 //! warning. A lone primary (no standby attached, none named) starts: nothing can be failed over
-//! to as far as the server shows. The mode is logged at start either way.
+//! to as far as the server shows — unless `database.hosts` lists more than one host: then the
+//! other hosts are the standbys a failover would promote, none of them receives the primary's
+//! commits now, and the start is refused the same way (unless allowed). The mode is logged at
+//! start either way.
 //!
 //! A commit waiting for the standby's acknowledgement is never ended by `statement_timeout`
 //! (Postgres disarms it before the commit) and the worker never cancels a statement (sqlx sends
@@ -20,14 +23,29 @@ use tasklatch_pg::ReplicationMode;
 
 /// Reads and judges the replication of `pool`'s commits (the module's rules): the mode, or
 /// [`StartError::Replication`] saying what is at risk and how to fix it.
+///
+/// `hosts` is the length of `database.hosts` (0 without one): with more than one, a lone
+/// primary is refused too (the module's rules).
 pub async fn check_at_start(
     pool: &PgPool,
     allow_async: bool,
+    hosts: usize,
 ) -> Result<ReplicationMode, StartError> {
     let found = tasklatch_pg::read_replication(pool)
         .await
         .map_err(|e| StartError::Database(format!("reading the replication settings: {e}")))?;
     let mode = found.mode();
+    if mode == ReplicationMode::Standalone && hosts > 1 {
+        let why = format!(
+            "{mode}, yet database.hosts lists {hosts} hosts: the others are standbys a failover \
+             would promote, and none receives this primary's commits now"
+        );
+        if !allow_async {
+            return Err(StartError::Replication(refusal(&why)));
+        }
+        tracing::warn!(replication = %why, "replication checked (allowed by database.allow_async_replication)");
+        return Ok(mode);
+    }
     match (&mode, allow_async) {
         (ReplicationMode::AtRisk(_), false) => Err(StartError::Replication(refusal(&mode))),
         (ReplicationMode::AtRisk(_), true) => {
@@ -46,7 +64,7 @@ pub async fn check_at_start(
 }
 
 /// The refusal: what was found, what is at risk, how to fix it.
-fn refusal(mode: &ReplicationMode) -> String {
+fn refusal(mode: &dyn std::fmt::Display) -> String {
     format!(
         "{mode}. A failover to a standby that had not received a commit loses it: submits, \
          cancels and answers the API acknowledged, and notifications recorded as delivered, can \

@@ -44,7 +44,7 @@ use crate::replication;
 use crate::retention;
 use crate::schema::{self, SchemaState};
 use crate::shutdown::Signals;
-use crate::wakeup::{self, Waker};
+use crate::wakeup::{self, ListenTarget, Waker};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use std::collections::BTreeSet;
@@ -54,7 +54,7 @@ use tasklatch_agent_server::{AgentServerLauncher, CheckError};
 use tasklatch_core::engine::{Engine, OutageMemory};
 use tasklatch_core::policy::Policy;
 use tasklatch_mcp::McpDriver;
-use tasklatch_pg::PgStore;
+use tasklatch_pg::{PgStore, PrimaryFollower};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -100,23 +100,46 @@ pub enum StartError {
 /// drop start-up options). A refused connection is retried until `database.connect_timeout_ms`;
 /// a pool that cannot be opened, or whose connections lack the settings, is
 /// [`StartError::Unreachable`], with the server and the cause (`tasklatch_pg::open_checked`).
+///
+/// With `database.hosts`, the pool is on the host that takes writes (each probed within
+/// [`tasklatch_pg::PROBE_TIMEOUT`], again until `database.connect_timeout_ms`) and refuses
+/// connections to any other; it does not follow a failover ([`connect_database`] does).
 pub async fn connect(settings: &Settings) -> Result<PgPool, StartError> {
+    Ok(connect_database(settings).await?.0)
+}
+
+/// [`connect`], and with `database.hosts` the [`PrimaryFollower`] that keeps the pool on the
+/// primary after a failover (run its `follow`); `None` for the URL's host alone.
+pub async fn connect_database(
+    settings: &Settings,
+) -> Result<(PgPool, Option<PrimaryFollower>), StartError> {
     let db = &settings.database;
     let pool = PgPoolOptions::new()
         .max_connections(db.pool_size)
         .acquire_timeout(db.connect_timeout);
-    tasklatch_pg::open_checked(pool, db.options.clone(), &db.session)
+    if db.hosts.is_empty() {
+        return tasklatch_pg::open_checked(pool, db.options.clone(), &db.session)
+            .await
+            .map(|pool| (pool, None))
+            .map_err(StartError::Unreachable);
+    }
+    let (base, session, hosts) = (db.options.clone(), &db.session, db.hosts.clone());
+    let probe = tasklatch_pg::PROBE_TIMEOUT.min(db.connect_timeout);
+    tasklatch_pg::open_following(pool, base, session, hosts, probe)
         .await
+        .map(|(pool, follower)| (pool, Some(follower)))
         .map_err(StartError::Unreachable)
 }
 
 /// Refuses commits a failover could lose unless `database.allow_async_replication`
-/// ([`crate::replication::check_at_start`]); logs the replication mode.
+/// ([`crate::replication::check_at_start`]; with a host list, on its primary, and a lone
+/// primary is refused when the list names more than one host); logs the replication mode.
 pub async fn check_replication(
     pool: &PgPool,
     settings: &Settings,
 ) -> Result<tasklatch_pg::ReplicationMode, StartError> {
-    replication::check_at_start(pool, settings.database.allow_async_replication).await
+    let db = &settings.database;
+    replication::check_at_start(pool, db.allow_async_replication, db.hosts.len()).await
 }
 
 /// The start-up line: what runs (version, commit), on what (database host and port, schema
@@ -126,10 +149,14 @@ pub async fn check_replication(
 fn log_started(settings: &Settings, lanes: usize) {
     let db = &settings.database;
     let servers: Vec<&str> = settings.mcp.servers.keys().map(String::as_str).collect();
+    let database = match db.hosts.as_slice() {
+        [] => format!("{}:{}", db.options.get_host(), db.options.get_port()),
+        hosts => format!("primary of {}", tasklatch_pg::list_text(hosts)),
+    };
     tracing::info!(
         version = crate::build_info::VERSION,
         commit = crate::build_info::COMMIT,
-        database = %format!("{}:{}", db.options.get_host(), db.options.get_port()),
+        database = %database,
         schema = %db.session.schema,
         migrations = tasklatch_pg::MIGRATOR.iter().count(),
         mcp_servers = %servers.join(","),
@@ -199,7 +226,7 @@ struct Running {
 /// The start-up checks in order (the module's list), then the lanes, the background tasks and
 /// the API. Returns once everything runs.
 async fn start(settings: &Settings) -> Result<Running, StartError> {
-    let pool = connect(settings).await?;
+    let (pool, follower) = connect_database(settings).await?;
     check_schema(&pool).await?;
     check_replication(&pool, settings).await?;
     let metrics = Arc::new(Metrics::new());
@@ -219,7 +246,17 @@ async fn start(settings: &Settings) -> Result<Running, StartError> {
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = Waker::new(engines.len());
-    let mut tasks = background(settings, &pool, &waker, &metrics, &stop_rx);
+    let mut tasks = background(settings, &pool, &metrics, &stop_rx);
+    tasks.spawn(wakeups(
+        settings,
+        follower.as_ref(),
+        &waker,
+        &metrics,
+        &stop_rx,
+    ));
+    if let Some(f) = &follower {
+        tasks.spawn(f.clone().follow(stop_rx.clone()));
+    }
     if let Some(first) = deferred {
         let launcher = launcher(settings)?;
         let watch = peers::watch_assistant(launcher, peers.clone(), first, stop_rx.clone());
@@ -227,7 +264,7 @@ async fn start(settings: &Settings) -> Result<Running, StartError> {
     }
     let (lanes, heartbeats) = spawn_lanes(settings, &engines, &waker, &metrics, &stop_rx);
     let health = Health::new(pool.clone(), heartbeats, stale_after(settings));
-    let health = Arc::new(health.with_peers(peers.clone()));
+    let health = Arc::new(health.with_peers(peers.clone()).with_primary(follower));
     let state = app_state(settings, &pool, &engines, ids, &metrics, &health, &peers)?;
     // The API outlives the lanes: it answers (readiness 503 included) until they are done.
     let (api_stop_tx, api_stop_rx) = watch::channel(false);
@@ -265,23 +302,39 @@ impl Running {
     }
 }
 
-/// The wake-up listener and the retention loop, as configured.
+/// The wake-up listener, when switched on (`loops.wakeups`): on `database.listen_url`, else
+/// on the followed primary, else on the database URL ([`wakeup::ListenTarget`]).
+fn wakeups(
+    settings: &Settings,
+    follower: Option<&PrimaryFollower>,
+    waker: &Waker,
+    metrics: &Arc<Metrics>,
+    stop_rx: &watch::Receiver<bool>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let db = &settings.database;
+    let target = match (&db.listen_options, follower) {
+        (Some(options), _) => ListenTarget::Fixed(Box::new(options.clone())),
+        (None, Some(f)) => ListenTarget::Primary(f.clone()),
+        (None, None) => ListenTarget::Fixed(Box::new(db.options.clone())),
+    };
+    let listen = settings
+        .wakeups
+        .then(|| wakeup::listen_to(target, waker.clone(), metrics.clone(), stop_rx.clone()));
+    async move {
+        if let Some(listen) = listen {
+            listen.await;
+        }
+    }
+}
+
+/// The retention loop, as configured.
 fn background(
     settings: &Settings,
     pool: &PgPool,
-    waker: &Waker,
     metrics: &Arc<Metrics>,
     stop_rx: &watch::Receiver<bool>,
 ) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    if settings.wakeups {
-        let (options, waker, m) = (
-            settings.database.options.clone(),
-            waker.clone(),
-            metrics.clone(),
-        );
-        tasks.spawn(wakeup::listen(options, waker, m, stop_rx.clone()));
-    }
     if let Some(r) = settings.retention.clone() {
         let store = Metered::new(
             PgStore::new(pool.clone(), settings.policy.clone()),

@@ -12,11 +12,18 @@
 //! changed (`submit`, `event`, `cancel`, `answer`). The payload is informational: every
 //! notification wakes every lane, which runs all three loops. Postgres delivers a notification
 //! at commit, and never for a rolled-back transaction.
+//!
+//! **Where it listens** ([`ListenTarget`]): `database.listen_url` when set (a direct connection
+//! past a transaction pooler, which cannot carry `LISTEN`), else the pool's own database — with
+//! a host list, the current primary: when the primary changes the listener drops its connection
+//! and subscribes on the new one (notifications are sent on the primary only), and while there
+//! is none it waits for one, polling meanwhile.
 
 use crate::metrics::Metrics;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use std::sync::Arc;
 use std::time::Duration;
+use tasklatch_pg::{Host, PrimaryFollower};
 use tokio::sync::{watch, Notify};
 
 /// The channel the worker listens on.
@@ -54,35 +61,92 @@ impl Waker {
     }
 }
 
+/// Where the listener connects (the module's "Where it listens").
+#[derive(Clone)]
+pub enum ListenTarget {
+    /// Always these options: `database.listen_url`, or the one database URL.
+    Fixed(Box<PgConnectOptions>),
+    /// The current primary of a host list, followed across failovers.
+    Primary(PrimaryFollower),
+}
+
+impl ListenTarget {
+    /// The options to connect with now; `None` while a followed host list has no primary.
+    fn options(&self) -> Option<PgConnectOptions> {
+        match self {
+            ListenTarget::Fixed(options) => Some(PgConnectOptions::clone(options)),
+            ListenTarget::Primary(f) => f.status().primary.map(|h| f.options_for(&h)),
+        }
+    }
+
+    /// The primary's changes, for a followed host list.
+    fn changes(&self) -> Option<watch::Receiver<Option<Host>>> {
+        match self {
+            ListenTarget::Fixed(_) => None,
+            ListenTarget::Primary(f) => Some(f.primaries()),
+        }
+    }
+}
+
+/// Resolves when the followed primary changes; never for a fixed target.
+async fn primary_changed(changes: &mut Option<watch::Receiver<Option<Host>>>) {
+    let changed = match changes {
+        Some(rx) => rx.changed().await.is_ok(),
+        None => false,
+    };
+    if !changed {
+        std::future::pending::<()>().await;
+    }
+}
+
 /// Listens on [`CHANNEL`] until `stop` turns true, waking `waker`'s lanes on every
-/// notification. Uses its own single connection (not the worker's pool), reconnecting with a
-/// backoff after errors.
+/// notification: [`listen_to`] a fixed target, `options`.
 pub async fn listen(
     options: PgConnectOptions,
+    waker: Waker,
+    metrics: Arc<Metrics>,
+    stop: watch::Receiver<bool>,
+) {
+    listen_to(ListenTarget::Fixed(Box::new(options)), waker, metrics, stop).await
+}
+
+/// Listens on [`CHANNEL`] until `stop` turns true, waking `waker`'s lanes on every
+/// notification. Uses its own single connection (not the worker's pool) to `target`,
+/// reconnecting with a backoff after errors, and at once when a followed primary changes.
+pub async fn listen_to(
+    target: ListenTarget,
     waker: Waker,
     metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut retry = FIRST_RETRY;
+    let mut changes = target.changes();
     while !*stop.borrow() {
-        match subscribe(&options).await {
-            Ok(mut listener) => {
-                tracing::info!(channel = CHANNEL, "listening for wake-ups");
-                retry = FIRST_RETRY;
-                // A notification may have been missed while connecting: look once.
-                waker.wake_all();
-                if !receive(&mut listener, &waker, &metrics, &mut stop).await {
-                    return;
+        match target.options() {
+            None => {
+                tracing::warn!("wake-up listener waits for a database primary; polling meanwhile")
+            }
+            Some(options) => match subscribe(&options).await {
+                Ok(mut listener) => {
+                    tracing::info!(channel = CHANNEL, "listening for wake-ups");
+                    retry = FIRST_RETRY;
+                    // A notification may have been missed while connecting: look once.
+                    waker.wake_all();
+                    let ends = receive(&mut listener, &waker, &metrics, &mut stop, &mut changes);
+                    if !ends.await {
+                        return;
+                    }
                 }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "wake-up listener cannot connect; polling meanwhile")
-            }
+                Err(e) => {
+                    tracing::warn!(error = %e, "wake-up listener cannot connect; polling meanwhile")
+                }
+            },
         }
         metrics.reconnect();
         tokio::select! {
             biased;
             _ = stop.changed() => return,
+            _ = primary_changed(&mut changes) => {}
             _ = tokio::time::sleep(retry) => {}
         }
         retry = (retry * 2).min(MAX_RETRY);
@@ -102,17 +166,23 @@ async fn subscribe(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error
     Ok(listener)
 }
 
-/// Receives until an error (returns `true`: reconnect) or `stop` (returns `false`).
+/// Receives until an error or a change of the followed primary (returns `true`: reconnect) or
+/// `stop` (returns `false`).
 async fn receive(
     listener: &mut PgListener,
     waker: &Waker,
     metrics: &Metrics,
     stop: &mut watch::Receiver<bool>,
+    changes: &mut Option<watch::Receiver<Option<Host>>>,
 ) -> bool {
     loop {
         let next = tokio::select! {
             biased;
             _ = stop.changed() => return false,
+            _ = primary_changed(changes) => {
+                tracing::info!("the database primary changed; the wake-up listener reconnects");
+                return true;
+            }
             next = listener.try_recv() => next,
         };
         match next {

@@ -1,7 +1,8 @@
 //! The start-up replication check on real throwaway clusters (issue 27 item 2): a primary with
 //! an asynchronous standby (`pg_basebackup -R`) is refused with what is at risk, unless
 //! `database.allow_async_replication = true`; a primary whose standby is synchronous
-//! (`synchronous_standby_names = '*'`) starts, and so does a lone primary. And a commit waiting
+//! (`synchronous_standby_names = '*'`) starts, and so does a lone primary — unless
+//! `database.hosts` names a second host (then it is refused unless allowed). And a commit waiting
 //! for a stopped synchronous standby is not ended by `statement_timeout`; only a cancel ends
 //! the wait — and then the commit reports success although only the primary has it.
 //!
@@ -102,6 +103,26 @@ async fn a_synchronous_standby_and_a_lone_primary_start() {
     let mode = start_check(&settings(&lone, ""))
         .await
         .unwrap_or_else(|e| panic!("refused a lone primary: {e}"));
+    assert_eq!(mode, ReplicationMode::Standalone);
+
+    // The same lone primary with a host list that names a second host (the pool still finds
+    // the primary, listed second): nothing receives its commits, so it is refused unless allowed.
+    let hosts = format!(
+        "hosts = [\"127.0.0.1:{}\", \"127.0.0.1:{}\"]",
+        primary.port(),
+        lone.port()
+    );
+    let _ = primary.stop();
+    let e = start_check(&settings(&lone, &hosts))
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a lone primary of a two-host list started"));
+    let text = e.to_string();
+    assert!(text.contains("database.hosts lists 2 hosts"), "{text}");
+    let allowed = format!("{hosts}\nallow_async_replication = true");
+    let mode = start_check(&settings(&lone, &allowed))
+        .await
+        .unwrap_or_else(|e| panic!("refused although allowed: {e}"));
     assert_eq!(mode, ReplicationMode::Standalone);
 }
 

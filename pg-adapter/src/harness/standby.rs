@@ -49,6 +49,16 @@ impl LocalCluster {
         Ok(standby)
     }
 
+    /// Promotes this standby to a primary (`pg_ctl promote -w`: returns once it takes writes).
+    pub fn promote(&self) -> Result<(), String> {
+        let data = self.data_dir();
+        output(&mut self.command(
+            "pg_ctl",
+            &["-D", &data.to_string_lossy(), "-w", "-t", "30", "promote"],
+        ))
+        .map(|_| ())
+    }
+
     /// Waits up to `within` until this primary shows a standby `streaming` in sync state
     /// `sync_state` (`sync`, `async`, …) in `pg_stat_replication`.
     pub async fn wait_for_standby(&self, sync_state: &str, within: Duration) -> Result<(), String> {

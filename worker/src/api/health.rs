@@ -12,6 +12,11 @@
 //! the status code: readiness is about the worker's own ability (its database, its lanes), and
 //! a worker whose peers are down still serves the API and backs its calls off.
 //!
+//! With a host list (`database.hosts`) the body's `database` names the primary the pool is on
+//! (`null` while there is none, which is also a problem), the hosts, the primary changes and
+//! the time without a primary ([`tasklatch_pg::PrimaryFollower`]); `/metrics` takes the last two
+//! as `tasklatch_db_primary_changes_total` and `tasklatch_db_without_primary_seconds_total`.
+//!
 //! `/readyz` needs no credentials, so its database check is shared: its result is kept for
 //! [`DB_CHECK_CACHE`], and callers arriving while a check runs wait for that one — at most one
 //! check at a time, at most one a second, however many callers. (The router's in-flight limit,
@@ -33,6 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tasklatch_core::ports::Clock;
+use tasklatch_pg::{PrimaryFollower, PrimaryStatus};
 use tokio::sync::Mutex;
 use utoipa::ToSchema;
 
@@ -50,6 +56,20 @@ pub struct Health {
     /// The last database check: when it ended, and its problem if any.
     db_checked: Mutex<Option<(Instant, Option<String>)>>,
     peers: Option<Arc<PeerHealth>>,
+    primary: Option<PrimaryFollower>,
+}
+
+/// The database as `/readyz` shows it with a host list.
+#[derive(Serialize, ToSchema)]
+pub struct DatabaseReport {
+    /// The host (`host:port`) the pool is on; `null` while no host takes writes.
+    pub primary: Option<String>,
+    /// The host list, in probe order.
+    pub hosts: Vec<String>,
+    /// Primaries found on another host than the one before, since the start.
+    pub primary_changes: u64,
+    /// Seconds spent without a primary since the start.
+    pub without_primary_seconds: f64,
 }
 
 impl Health {
@@ -63,7 +83,19 @@ impl Health {
             stopping: AtomicBool::new(false),
             db_checked: Mutex::new(None),
             peers: None,
+            primary: None,
         }
+    }
+
+    /// The same, following the primary of a host list (`None`: the URL's host alone).
+    pub fn with_primary(mut self, follower: Option<PrimaryFollower>) -> Self {
+        self.primary = follower;
+        self
+    }
+
+    /// The host list's primary and its record, when the database is a host list.
+    pub fn primary(&self) -> Option<PrimaryStatus> {
+        self.primary.as_ref().map(PrimaryFollower::status)
     }
 
     /// The same, with `peers` shown in `/readyz`'s body.
@@ -87,6 +119,12 @@ impl Health {
         let mut problems = Vec::new();
         if self.stopping.load(Ordering::SeqCst) {
             problems.push("shutting down".to_owned());
+        }
+        if let Some(status) = self.primary().filter(|s| s.primary.is_none()) {
+            problems.push(format!(
+                "no database primary among {}",
+                tasklatch_pg::list_text(&status.hosts)
+            ));
         }
         problems.extend(self.database_problem().await);
         let now = SystemClock.now();
@@ -134,6 +172,21 @@ pub struct Readiness {
     /// How the peers fared (never part of `ready`); absent when the worker keeps no registry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peers: Option<PeersReport>,
+    /// The primary of the host list (`database.hosts`); absent with the URL's host alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database: Option<DatabaseReport>,
+}
+
+impl DatabaseReport {
+    /// The report of `status`.
+    pub fn of(status: &PrimaryStatus) -> Self {
+        DatabaseReport {
+            primary: status.primary.as_ref().map(ToString::to_string),
+            hosts: status.hosts.iter().map(ToString::to_string).collect(),
+            primary_changes: status.changes,
+            without_primary_seconds: status.without_primary.as_secs_f64(),
+        }
+    }
 }
 
 /// Liveness: the process answers.
@@ -161,12 +214,18 @@ pub async fn readyz<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoR
     let ready = problems.is_empty();
     st.metrics.readiness(ready);
     let peers = st.health.peers();
+    let primary = st.health.primary();
+    if let Some(p) = &primary {
+        st.metrics.primary(p);
+    }
+    let database = primary.as_ref().map(DatabaseReport::of);
     (
         status,
         Json(Readiness {
             ready,
             problems,
             peers,
+            database,
         }),
     )
 }
@@ -181,6 +240,9 @@ pub async fn readyz<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoR
 pub async fn metrics<T: TaskService>(State(st): State<AppState<T>>) -> impl IntoResponse {
     let ready = st.health.problems().await.is_empty();
     st.metrics.readiness(ready);
+    if let Some(primary) = st.health.primary() {
+        st.metrics.primary(&primary);
+    }
     if let Some(backlog) = &st.backlog {
         backlog.refresh(SystemClock.now()).await;
     }

@@ -1,7 +1,7 @@
 //! The OpenAPI document, generated from the handlers' annotations and the body types.
 
 use super::error::ErrorBody;
-use super::health::{self, Readiness};
+use super::health::{self, DatabaseReport, Readiness};
 use super::shapes::{
     AnswerBody, AnswerInfo, AnswerResult, AnswerState, Answered, CancelByName, CancelResult,
     CancelState, Cancelled, NotificationStatus, Status, SubmitBody, Submitted, Task,
@@ -38,7 +38,7 @@ use utoipa::{Modify, OpenApi};
     components(schemas(
         SubmitBody, CancelByName, Submitted, Task, TaskDetailBody, TaskList, Cancelled,
         CancelResult, Status, NotificationStatus, ErrorBody, Readiness, AnswerBody, Answered,
-        AnswerResult, AnswerInfo, AnswerState, PeersReport, AgentServerReport, PeerReport,
+        AnswerResult, AnswerInfo, AnswerState, PeersReport, AgentServerReport, PeerReport, DatabaseReport,
         AssistantState, CancelState
     )),
     modifiers(&BearerScheme),

@@ -64,6 +64,18 @@ pub struct DatabaseSection {
     /// either way.
     #[serde(default)]
     pub allow_async_replication: bool,
+    /// The servers to find the primary among, each `host:port` (`[address]:port` for IPv6; the
+    /// port defaults to 5432), probed in this order. Each replaces the URL's host and port; the
+    /// URL still gives the user, the password, the database and its parameters. Empty (the
+    /// default): the URL's own host, as before. With a list, the pool follows the primary
+    /// across failovers (`tasklatch_pg::open_following`).
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// A separate `postgres://` URL for the wake-up listener's `LISTEN` connection: a direct
+    /// connection past a transaction pooler, which cannot carry `LISTEN`. Secret, like `url`.
+    /// Default: the pool's own connection (the primary, when `hosts` is given).
+    #[serde(default)]
+    pub listen_url: Option<Secret>,
 }
 
 fn default_schema() -> String {

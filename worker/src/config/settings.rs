@@ -18,7 +18,7 @@ use tasklatch_agent_server::AgentServerConfig;
 use tasklatch_core::ids::OwnerId;
 use tasklatch_core::policy::{Policy, MAX_BATCH, MAX_ID};
 use tasklatch_mcp::{McpConfig, ServerConfig};
-use tasklatch_pg::{SchemaName, SessionSettings};
+use tasklatch_pg::{Host, SchemaName, SessionSettings};
 
 /// Lanes per process, at most.
 pub const MAX_LANES: usize = 16;
@@ -52,6 +52,10 @@ pub struct DatabaseSettings {
     /// Whether to start although a failover could lose acknowledged writes
     /// (`database.allow_async_replication`, checked at start by `run::check_replication`).
     pub allow_async_replication: bool,
+    /// `database.hosts`: the servers to find the primary among (empty: the URL's host only).
+    pub hosts: Vec<Host>,
+    /// `database.listen_url`'s options, for the wake-up listener (`None`: the pool's own).
+    pub listen_options: Option<PgConnectOptions>,
 }
 
 /// How API callers are authenticated.
@@ -165,17 +169,37 @@ fn retention_of(r: &RetentionSection) -> Result<Option<Retention>, ConfigError> 
     }))
 }
 
-fn database_of(file: &FileConfig, lanes: usize) -> Result<DatabaseSettings, ConfigError> {
-    let url = file.database.url.expose();
+/// The options of a secret `postgres://` URL at `place` (the parser's own message may quote the
+/// URL: it is not passed on).
+fn url_options(place: &str, url: &str) -> Result<PgConnectOptions, ConfigError> {
     if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
         return Err(ConfigError::new(
-            "database.url",
+            place,
             "must be a postgres:// or postgresql:// URL",
         ));
     }
-    // The parser's own message may quote the URL: it is not passed on.
-    let options = PgConnectOptions::from_str(url)
-        .map_err(|_| ConfigError::new("database.url", "is not a valid PostgreSQL URL"))?;
+    PgConnectOptions::from_str(url)
+        .map_err(|_| ConfigError::new(place, "is not a valid PostgreSQL URL"))
+}
+
+/// `database.hosts` (empty: none), checked against the URL's `options` (TCP, not a socket).
+fn hosts_of(entries: &[String], options: &PgConnectOptions) -> Result<Vec<Host>, ConfigError> {
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let hosts =
+        Host::parse_list(entries).map_err(|e| ConfigError::new("database.hosts", e.to_string()))?;
+    tasklatch_pg::tcp_base(options).map_err(|e| ConfigError::new("database.url", e.reason))?;
+    Ok(hosts)
+}
+
+fn database_of(file: &FileConfig, lanes: usize) -> Result<DatabaseSettings, ConfigError> {
+    let options = url_options("database.url", file.database.url.expose())?;
+    let hosts = hosts_of(&file.database.hosts, &options)?;
+    let listen_options = match &file.database.listen_url {
+        Some(url) => Some(url_options("database.listen_url", url.expose())?),
+        None => None,
+    };
     let min_pool = u32::try_from(lanes + 2).unwrap_or(u32::MAX);
     let pool_size = in_range(
         "database.pool_size",
@@ -223,6 +247,8 @@ fn database_of(file: &FileConfig, lanes: usize) -> Result<DatabaseSettings, Conf
         pool_size,
         connect_timeout,
         allow_async_replication: file.database.allow_async_replication,
+        hosts,
+        listen_options,
     })
 }
 
@@ -612,6 +638,37 @@ mod tests {
         );
         let e = check(&wrong).err().unwrap_or_default();
         assert!(e.contains("expected a boolean"), "{e}");
+    }
+
+    #[test]
+    fn a_host_list_and_a_listen_url_are_checked() {
+        let s = check(BASE).unwrap_or_else(|e| panic!("{e}"));
+        assert!(s.database.hosts.is_empty() && s.database.listen_options.is_none());
+        let listed = BASE.replace(
+            "[database]",
+            "[database]\nhosts = [\"db1:5432\", \"[::1]:5433\", \"db3\"]\n\
+             listen_url = \"postgres://u:PLANTED-DB-PASSWORD@direct:5432/db\"",
+        );
+        let s = check(&listed).unwrap_or_else(|e| panic!("{e}"));
+        let hosts: Vec<String> = s.database.hosts.iter().map(ToString::to_string).collect();
+        assert_eq!(hosts, ["db1:5432", "[::1]:5433", "db3:5432"]);
+        let listen = s
+            .database
+            .listen_options
+            .unwrap_or_else(|| panic!("listen_url"));
+        assert_eq!(listen.get_host(), "direct");
+        for (bad, field) in [
+            ("hosts = [\"db1:x\"]", "database.hosts"),
+            ("hosts = [\"db1\", \"db1:5432\"]", "database.hosts"),
+            (
+                "listen_url = \"mysql://u:PLANTED@h/db\"",
+                "database.listen_url",
+            ),
+        ] {
+            let text = BASE.replace("[database]", &format!("[database]\n{bad}"));
+            let e = check(&text).err().unwrap_or_default();
+            assert!(e.contains(field) && !e.contains("PLANTED"), "{bad}: {e}");
+        }
     }
 
     #[test]
