@@ -8,6 +8,7 @@
 use crate::canonical::to_canonical_json;
 use crate::identity::Identity;
 use crate::ids::TaskId;
+use crate::mutation::{self, Mutant};
 use crate::policy::{bounded, MAX_SHOWN_ERROR};
 use crate::remote::{PollError, RemoteState};
 use crate::status::RemoteStatus;
@@ -86,8 +87,11 @@ impl Event {
 
     /// The fingerprint: sha256 of the canonical JSON without the poll error's text.
     pub fn fingerprint(&self) -> Fingerprint {
+        let poll_error = mutation::substitute(Mutant::FingerprintCoversErrorText, None, |_| {
+            self.poll_error.clone()
+        });
         let view = Event {
-            poll_error: None,
+            poll_error,
             ..self.clone()
         };
         let digest = Sha256::digest(to_canonical_json(&view).as_bytes());

@@ -189,11 +189,14 @@ pub enum Mutant {
     /// A launch or run lookup the launcher left unanswered is retried at once instead of after
     /// the unavailability backoff: every pass launches again into the outage (a storm).
     OutageRetriedAtOnce,
+    /// The fingerprint covers the poll error's text: consecutive failures that differ only in
+    /// their text (a request id, a time) each make a new version and notify.
+    FingerprintCoversErrorText,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 46] = [
+    pub const ALL: [Mutant; 47] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -240,6 +243,7 @@ impl Mutant {
         Mutant::ConfirmLookupsPastLease,
         Mutant::MissingRunAwaited,
         Mutant::OutageRetriedAtOnce,
+        Mutant::FingerprintCoversErrorText,
         // `BudgetKillsNewerVersion` is planted but out of the table since unanswered launches
         // and lookups stopped counting against the budget (DOMAIN §3): budget dead letters now
         // come from failed runs only, and over seeds 0..200 none meets a newer version any more;
@@ -310,6 +314,7 @@ impl Mutant {
             Mutant::ConfirmLookupsPastLease => "confirm-lookups-past-lease",
             Mutant::MissingRunAwaited => "missing-run-awaited",
             Mutant::OutageRetriedAtOnce => "outage-retried-at-once",
+            Mutant::FingerprintCoversErrorText => "fingerprint-covers-error-text",
         }
     }
 

@@ -7,6 +7,7 @@ use crate::history::write_action::WriteAction;
 use crate::history::{parse_key, LaunchAnswer, RemoteOp, Seen};
 use crate::plan::naming::task_label;
 use crate::plan::timing::MAX_SKEW_MS;
+use crate::wire::mcp::McpAnswer;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::policy::FAILURE_BUDGET;
 use tasklatch_core::ports::RunStatus;
@@ -450,7 +451,8 @@ fn unchanged_versions(f: &Facts<'_>, v: &mut Verdict) {
         }
         for pair in launched.windows(2) {
             let ((va, a), (vb, b)) = (pair[0], pair[1]);
-            if a.prompt != b.prompt || vb <= va || requeued.contains(&(task_id, vb)) {
+            let same = a.prompt == b.prompt || Shown::same_but_error_text(a.prompt, b.prompt);
+            if !same || vb <= va || requeued.contains(&(task_id, vb)) {
                 continue;
             }
             let from = f.recorded_at(task_id, va).unwrap_or(0);
@@ -471,9 +473,11 @@ fn unchanged_versions(f: &Facts<'_>, v: &mut Verdict) {
 }
 
 /// Whether the remote state seen between history entries `from` and `to` could have changed
-/// the event `launch` showed away and back: a served report calling for another event (or none),
-/// enough failed polls for tracking to degrade, or, when `prompt` is already degraded, any
-/// failed poll (its error is part of the event).
+/// the event `launch` showed away and back: a served report calling for another event (or none);
+/// for an event that is not degraded, enough failed polls for tracking to degrade; for a
+/// degraded one, a failed poll of another class than the one it tells (its class is part of the
+/// event, its text is not: a served error is of class `server`, an unanswered call a timeout or
+/// a connection error).
 fn changed_between(
     f: &Facts<'_>,
     n: u32,
@@ -482,7 +486,7 @@ fn changed_between(
     from: usize,
     to: usize,
 ) -> bool {
-    let mut failures = 0;
+    let (mut served, mut unanswered, mut other) = (0, 0, 0);
     for e in &f.entries[from..to.min(f.entries.len())] {
         match &e.event {
             Seen::RemoteServed {
@@ -493,21 +497,32 @@ fn changed_between(
             } if r == remote_id => match f.event_of(n, answer) {
                 Some(Some(ev)) if notification_prompt(&ev) == launch.prompt => {}
                 Some(_) => return true,
-                None => failures += 1,
+                None if matches!(answer, McpAnswer::Unavailable(_)) => served += 1,
+                None => other += 1,
             },
             Seen::PortRemote {
                 remote_id: r,
                 op: RemoteOp::Status,
                 answered: false,
                 ..
-            } if r == remote_id => failures += 1,
+            } if r == remote_id => unanswered += 1,
             _ => {}
         }
     }
-    // A degraded event carries the last poll error: while degraded, any failed poll may change
-    // it (a connection error after a 503) and the next one change it back.
-    let degraded = launch.shown.as_ref().is_some_and(|s| s.tracking_degraded);
-    failures >= tasklatch_core::policy::DEGRADED_AFTER || (degraded && failures > 0)
+    let Some(class) = launch
+        .shown
+        .as_ref()
+        .filter(|s| s.tracking_degraded)
+        .map(|s| s.poll_error_class.as_deref().unwrap_or_default())
+    else {
+        return served + unanswered + other >= tasklatch_core::policy::DEGRADED_AFTER;
+    };
+    let another_class = if class == "server" {
+        unanswered
+    } else {
+        served + unanswered
+    };
+    other + another_class > 0
 }
 
 /// The status run `r`'s input showed, if it showed an event.

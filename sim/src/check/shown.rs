@@ -12,6 +12,9 @@ pub struct Shown {
     pub status: String,
     /// Whether the event tells that tracking is degraded.
     pub tracking_degraded: bool,
+    /// The class of the poll error a degraded event tells (`"server"`, `"timeout"`, …).
+    #[serde(default)]
+    pub poll_error_class: Option<String>,
 }
 
 impl Shown {
@@ -21,6 +24,19 @@ impl Shown {
         let (_, rest) = prompt.split_once(BEGIN_MARKER)?;
         let (body, _) = rest.rsplit_once(END_MARKER)?;
         serde_json::from_str(body.trim_matches('\n')).ok()
+    }
+
+    /// Whether the events framed in prompts `a` and `b` are the same but for the poll error's
+    /// text (which the fingerprint leaves out, so it never makes a version of its own).
+    pub fn same_but_error_text(a: &str, b: &str) -> bool {
+        let body = |p: &str| {
+            let (_, rest) = p.split_once(BEGIN_MARKER)?;
+            let (body, _) = rest.rsplit_once(END_MARKER)?;
+            let mut v: serde_json::Value = serde_json::from_str(body.trim_matches('\n')).ok()?;
+            v.as_object_mut()?.remove("poll_error");
+            Some(v)
+        };
+        matches!((body(a), body(b)), (Some(x), Some(y)) if x == y)
     }
 
     /// Whether the event says nothing worth a run: a plain working or submitted status without
@@ -67,7 +83,8 @@ mod tests {
             shown,
             Some(Shown {
                 status: "working".into(),
-                tracking_degraded: false
+                tracking_degraded: false,
+                poll_error_class: None,
             })
         );
         assert!(shown.is_some_and(|s| s.is_empty() && !s.is_terminal()));
@@ -78,5 +95,32 @@ mod tests {
     #[test]
     fn a_prompt_without_a_frame_shows_nothing() {
         assert_eq!(Shown::of("no frame here"), None);
+    }
+
+    #[test]
+    fn events_differing_only_in_the_error_text_are_the_same_but_for_it() {
+        let degraded = |class: &str, text: &str| {
+            notification_prompt(&Event {
+                task_id: TaskId::from("t-1"),
+                name: "job".into(),
+                status: RemoteStatus::Working,
+                result: None,
+                result_truncated: false,
+                artifact: None,
+                error: None,
+                input_request: None,
+                tracking_degraded: true,
+                poll_error_class: Some(class.into()),
+                poll_error: Some(text.into()),
+            })
+        };
+        let (a, b) = (degraded("server", "req 1"), degraded("server", "req 2"));
+        assert_ne!(a, b);
+        assert!(Shown::same_but_error_text(&a, &b));
+        assert!(!Shown::same_but_error_text(
+            &a,
+            &degraded("timeout", "req 1")
+        ));
+        assert!(!Shown::same_but_error_text(&a, "no frame"));
     }
 }
