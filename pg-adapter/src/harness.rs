@@ -591,19 +591,11 @@ impl LocalCluster {
             .iter()
             .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
             .collect();
-        let script = format!(
-            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {stop} >/dev/null 2>&1; rm -rf '{dir}'",
-            pid = std::process::id(),
+        spawn_watchdog(&format!(
+            "{stop} >/dev/null 2>&1; rm -rf '{dir}'",
             stop = quoted.join(" "),
             dir = self.dir.display()
-        );
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
+        ));
     }
 
     fn remove_dir(&self) {
@@ -628,6 +620,22 @@ fn free_port() -> Result<u16, String> {
     l.local_addr()
         .map(|a| a.port())
         .map_err(|e| format!("no free port: {e}"))
+}
+
+/// Starts a detached shell that waits for this process to end, then runs `cleanup` (a shell
+/// command line): what a throwaway server kept in a static, never dropped, relies on.
+fn spawn_watchdog(cleanup: &str) {
+    let script = format!(
+        "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {cleanup}",
+        pid = std::process::id()
+    );
+    let _ = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
 }
 
 #[cfg(test)]

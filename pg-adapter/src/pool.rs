@@ -144,6 +144,20 @@ async fn probe(
     }
 }
 
+/// A connection error's own text: the operating system's error, the server's message with its
+/// SQLSTATE, or sqlx's text. Never the URL (none of them quotes it); not yet bounded.
+pub(crate) fn error_text(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Io(io) => io.to_string(),
+        sqlx::Error::Database(db) => format!(
+            "{} (SQLSTATE {})",
+            db.message(),
+            db.code().unwrap_or_default()
+        ),
+        other => other.to_string(),
+    }
+}
+
 /// A connection error's cause: the operating system's error, the server's message with its
 /// SQLSTATE (a refusal at connect, e.g. a failed authentication, which never quotes the
 /// password), or sqlx's own text, at most [`MAX_CAUSE`] characters — except a
@@ -155,15 +169,7 @@ fn cause_of(e: &sqlx::Error) -> String {
             return mismatch.to_string();
         }
     }
-    let text = match e {
-        sqlx::Error::Io(io) => io.to_string(),
-        sqlx::Error::Database(db) => format!(
-            "{} (SQLSTATE {})",
-            db.message(),
-            db.code().unwrap_or_default()
-        ),
-        other => other.to_string(),
-    };
+    let text = error_text(e);
     let mut cause: String = text.chars().take(MAX_CAUSE).collect();
     if text.contains("unsupported startup parameter: options") {
         cause.push_str(OPTIONS_REFUSED);

@@ -141,14 +141,5 @@ pub async fn find_primary(
 
 /// A connection error in a few words, never quoting the URL.
 fn short(e: &sqlx::Error) -> String {
-    let text = match e {
-        sqlx::Error::Io(io) => io.to_string(),
-        sqlx::Error::Database(db) => format!(
-            "{} (SQLSTATE {})",
-            db.message(),
-            db.code().unwrap_or_default()
-        ),
-        other => other.to_string(),
-    };
-    text.chars().take(200).collect()
+    crate::pool::error_text(e).chars().take(200).collect()
 }

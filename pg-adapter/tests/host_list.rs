@@ -16,7 +16,7 @@ use tasklatch_core::store::{Store, StoreError};
 use tasklatch_pg::harness::LocalCluster;
 use tasklatch_pg::{
     checked_primary, find_primary, open, open_following, refuse_read_only, store_error, Host,
-    PgStore, ReadOnlyServer, Role, SchemaName, SessionSettings, PROBE_TIMEOUT,
+    PgStore, ReadOnlyServer, Role, SessionSettings, PROBE_TIMEOUT,
 };
 
 fn options(cluster: &LocalCluster) -> PgConnectOptions {
@@ -27,25 +27,11 @@ fn host(cluster: &LocalCluster) -> Host {
     Host::parse(&format!("127.0.0.1:{}", cluster.port())).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A migrated primary and its streaming standby (made after the migration, so it has the schema).
+/// A migrated primary and its streaming standby (the harness's pair; a failure is the test's).
 async fn primary_and_standby() -> (LocalCluster, LocalCluster) {
-    let primary = LocalCluster::start().unwrap_or_else(|e| {
-        panic!("cannot start a throwaway primary (PostgreSQL server binaries needed): {e}")
-    });
-    let pool = tasklatch_pg::connect(&primary.url(), 2)
+    LocalCluster::migrated_primary_and_standby()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    tasklatch_pg::migrate(&pool, &SchemaName::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    pool.close().await;
-    let standby = LocalCluster::standby_of(&primary, &[])
-        .unwrap_or_else(|e| panic!("cannot make a standby with pg_basebackup: {e}"));
-    primary
-        .wait_for_standby("async", Duration::from_secs(60))
-        .await
-        .unwrap_or_else(|e| panic!("the standby did not attach: {e}"));
-    (primary, standby)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[tokio::test]

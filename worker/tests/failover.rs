@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use tasklatch_core::conformance::support::{policy, submitted, t};
 use tasklatch_core::store::{Store, StoreError};
 use tasklatch_pg::harness::LocalCluster;
-use tasklatch_pg::{Host, PgStore, SchemaName};
+use tasklatch_pg::{Host, PgStore};
 use tasklatch_worker::api::health::{DatabaseReport, Health};
 use tasklatch_worker::metrics::Metrics;
 use tasklatch_worker::run::connect_database;
@@ -33,25 +33,11 @@ fn host(cluster: &LocalCluster) -> String {
     format!("127.0.0.1:{}", cluster.port())
 }
 
-/// A migrated primary and its streaming standby (made after the migration).
+/// A migrated primary and its streaming standby (the harness's pair; a failure is the test's).
 async fn primary_and_standby() -> (LocalCluster, LocalCluster) {
-    let primary = LocalCluster::start().unwrap_or_else(|e| {
-        panic!("cannot start a throwaway primary (PostgreSQL server binaries needed): {e}")
-    });
-    let pool = tasklatch_pg::connect(&primary.url(), 2)
+    LocalCluster::migrated_primary_and_standby()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    tasklatch_pg::migrate(&pool, &SchemaName::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    pool.close().await;
-    let standby = LocalCluster::standby_of(&primary, &[])
-        .unwrap_or_else(|e| panic!("cannot make a standby with pg_basebackup: {e}"));
-    primary
-        .wait_for_standby("async", Duration::from_secs(60))
-        .await
-        .unwrap_or_else(|e| panic!("the standby did not attach: {e}"));
-    (primary, standby)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Writes until one succeeds: its time, the failed calls and the slowest failure.

@@ -4,7 +4,7 @@
 //! root (`-u`); killed and its dir removed on drop, and by a watchdog when this process exits
 //! without dropping it.
 
-use super::{free_port, id_of, random_u64, unprivileged_user};
+use super::{free_port, id_of, random_u64, spawn_watchdog, unprivileged_user};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -135,20 +135,11 @@ impl Pgbouncer {
 
     /// A detached shell that kills PgBouncer and removes its dir once this process is gone.
     fn spawn_watchdog(&self) {
-        let script = format!(
-            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; kill -9 {child} 2>/dev/null; \
-             rm -rf '{dir}'",
-            pid = std::process::id(),
+        spawn_watchdog(&format!(
+            "kill -9 {child} 2>/dev/null; rm -rf '{dir}'",
             child = self.child.id(),
             dir = self.dir.display()
-        );
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
+        ));
     }
 }
 

@@ -59,6 +59,29 @@ impl LocalCluster {
         .map(|_| ())
     }
 
+    /// A migrated throwaway primary (default schema) and its asynchronous streaming standby,
+    /// made after the migration so it has the schema; waits up to 60 s for it to attach. Fails
+    /// with what went wrong (server binaries or `pg_basebackup` missing, no attach).
+    pub async fn migrated_primary_and_standby() -> Result<(LocalCluster, LocalCluster), String> {
+        let primary = LocalCluster::start().map_err(|e| {
+            format!("cannot start a throwaway primary (PostgreSQL server binaries needed): {e}")
+        })?;
+        let pool = crate::connect(&primary.url(), 2)
+            .await
+            .map_err(|e| e.to_string())?;
+        crate::migrate(&pool, &crate::SchemaName::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        pool.close().await;
+        let standby = LocalCluster::standby_of(&primary, &[])
+            .map_err(|e| format!("cannot make a standby with pg_basebackup: {e}"))?;
+        primary
+            .wait_for_standby("async", Duration::from_secs(60))
+            .await
+            .map_err(|e| format!("the standby did not attach: {e}"))?;
+        Ok((primary, standby))
+    }
+
     /// Waits up to `within` until this primary shows a standby `streaming` in sync state
     /// `sync_state` (`sync`, `async`, …) in `pg_stat_replication`.
     pub async fn wait_for_standby(&self, sync_state: &str, within: Duration) -> Result<(), String> {

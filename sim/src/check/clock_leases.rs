@@ -16,10 +16,9 @@
 //! through are not.
 
 use super::facts::Facts;
-use super::leased_calls::{lease_length, leased_call};
+use super::leased_calls::{claim_of, lease_length, leased_call};
 use super::{Invariant, Verdict};
-use crate::history::Seen;
-use crate::plan::naming::{task_label, worker_number};
+use crate::plan::naming::task_label;
 use crate::plan::timing::EPOCH_SECS;
 use crate::plan::timing::{sim_policy, sim_timeouts};
 use std::collections::BTreeMap;
@@ -36,21 +35,12 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     let mut offsets: BTreeMap<(u32, &str, LeaseKind), i64> = BTreeMap::new();
     let (wrong_us, allowed_ms) = (wrong_offset_us(), sim_policy().max_clock_skew.as_millis());
     for (i, e) in f.entries.iter().enumerate() {
-        if let Seen::StoreClaim {
-            lease,
-            worker,
-            grants,
-            ..
-        } = &e.event
-        {
-            let Some(w) = worker_number(worker) else {
-                continue;
-            };
-            let lease_us = lease_length(*lease).as_micros() as i64;
+        if let Some((w, lease, grants)) = claim_of(&e.event) {
+            let lease_us = lease_length(lease).as_micros() as i64;
             let at_us = EPOCH_SECS as i64 * 1_000_000 + e.at_us as i64;
             for g in grants {
                 offsets.insert(
-                    (w, g.task_id.as_str(), *lease),
+                    (w, g.task_id.as_str(), lease),
                     g.expires_us - lease_us - at_us,
                 );
             }
@@ -60,7 +50,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
             continue;
         };
         let (lane, kind, what) = (call.lane, call.kind, call.what);
-        let Some(w) = lane.split('/').next().and_then(worker_number) else {
+        let Some(w) = call.worker() else {
             continue;
         };
         let wrong = call.task_ids.iter().find_map(|id| {

@@ -13,10 +13,9 @@
 //! the newest grant to its worker on any task the call may be for (the most generous reading).
 
 use super::facts::Facts;
-use super::leased_calls::{lease_length, leased_call};
+use super::leased_calls::{claim_of, lease_length, leased_call};
 use super::{Invariant, Verdict};
-use crate::history::Seen;
-use crate::plan::naming::{task_label, worker_number};
+use crate::plan::naming::task_label;
 use crate::plan::timing::sim_policy;
 use std::collections::BTreeMap;
 use tasklatch_core::lease::LeaseKind;
@@ -29,25 +28,16 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     let margin_us = policy.min_lease_left.as_micros() as u64;
     let mut granted: Granted<'_> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
-        if let Seen::StoreClaim {
-            lease,
-            worker,
-            grants,
-            ..
-        } = &e.event
-        {
-            let Some(w) = worker_number(worker) else {
-                continue;
-            };
+        if let Some((w, lease, grants)) = claim_of(&e.event) {
             for g in grants {
-                granted.insert((w, g.task_id.as_str(), *lease), e.at_us);
+                granted.insert((w, g.task_id.as_str(), lease), e.at_us);
             }
             continue;
         }
         let Some(call) = leased_call(f, &e.event) else {
             continue;
         };
-        let Some(w) = call.lane.split('/').next().and_then(worker_number) else {
+        let Some(w) = call.worker() else {
             continue;
         };
         // A call no grant covers is another rule's business (the fencing of writes).

@@ -3,7 +3,8 @@
 //! the stored tasks it may be made for.
 
 use super::facts::Facts;
-use crate::history::{parse_key, RemoteOp, Seen};
+use crate::history::{parse_key, Grant, RemoteOp, Seen};
+use crate::plan::naming::worker_number;
 use crate::plan::timing::sim_policy;
 use std::time::Duration;
 use tasklatch_core::lease::LeaseKind;
@@ -20,6 +21,27 @@ pub(super) struct LeasedCall<'a> {
     pub what: &'static str,
     /// When it started, µs since the start.
     pub started_us: u64,
+}
+
+/// The claim `event` records, if it is one: the claiming worker, the lease kind and the grants.
+pub(super) fn claim_of(event: &Seen) -> Option<(u32, LeaseKind, &[Grant])> {
+    let Seen::StoreClaim {
+        lease,
+        worker,
+        grants,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    Some((worker_number(worker)?, *lease, grants))
+}
+
+impl LeasedCall<'_> {
+    /// The number of the worker whose lane made the call.
+    pub(super) fn worker(&self) -> Option<u32> {
+        self.lane.split('/').next().and_then(worker_number)
+    }
 }
 
 /// The simulated policy's lease of `kind`.
