@@ -192,11 +192,15 @@ pub enum Mutant {
     /// The fingerprint covers the poll error's text: consecutive failures that differ only in
     /// their text (a request id, a time) each make a new version and notify.
     FingerprintCoversErrorText,
+    /// Redaction takes a short secret (a numeric remote id) as standing alone only between
+    /// whitespace or the text's ends, as if tokens were split on spaces: an id written inside
+    /// JSON quotes, a URL path, parentheses or before a comma is shown.
+    ShortSecretNeedsSpaces,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 47] = [
+    pub const ALL: [Mutant; 48] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -244,6 +248,7 @@ impl Mutant {
         Mutant::MissingRunAwaited,
         Mutant::OutageRetriedAtOnce,
         Mutant::FingerprintCoversErrorText,
+        Mutant::ShortSecretNeedsSpaces,
         // `BudgetKillsNewerVersion` is planted but out of the table since unanswered launches
         // and lookups stopped counting against the budget (DOMAIN §3): budget dead letters now
         // come from failed runs only, and over seeds 0..200 none meets a newer version any more;
@@ -315,6 +320,7 @@ impl Mutant {
             Mutant::MissingRunAwaited => "missing-run-awaited",
             Mutant::OutageRetriedAtOnce => "outage-retried-at-once",
             Mutant::FingerprintCoversErrorText => "fingerprint-covers-error-text",
+            Mutant::ShortSecretNeedsSpaces => "short-secret-needs-spaces",
         }
     }
 

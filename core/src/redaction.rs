@@ -32,6 +32,7 @@
 //! [`crate::policy::MAX_DRIVER_DATA`] characters, so a few thousand pieces at most); texts by
 //! the drivers' response limits.
 
+use crate::mutation::{self, planted, Mutant};
 use std::collections::BTreeSet;
 
 /// Secrets shorter than this (in bytes) are cut only where they stand as a whole token: a
@@ -99,7 +100,11 @@ fn occurrences<'a>(text: &'a str, needle: &'a str) -> impl Iterator<Item = usize
 fn stands_alone(text: &str, at: usize, len: usize) -> bool {
     let before = text[..at].chars().next_back();
     let after = text[at + len..].chars().next();
-    !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    let alone =
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric);
+    mutation::substitute(Mutant::ShortSecretNeedsSpaces, alone, |a| {
+        planted::alone_between_spaces(a, before, after)
+    })
 }
 
 /// `text` with each maximal run of characters having a cut byte replaced by [`PLACEHOLDER`].

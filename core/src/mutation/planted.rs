@@ -127,6 +127,14 @@ pub(crate) fn whole_secrets_shortest_first(text: &str, mut secrets: [&str; 2]) -
     out
 }
 
+/// [`super::Mutant::ShortSecretNeedsSpaces`]: whether a short secret stands alone (`alone`,
+/// the correct answer) and moreover has only whitespace or the text's ends around it
+/// (`before`, `after`).
+pub(crate) fn alone_between_spaces(alone: bool, before: Option<char>, after: Option<char>) -> bool {
+    let spaced = |c: Option<char>| c.is_none_or(char::is_whitespace);
+    alone && spaced(before) && spaced(after)
+}
+
 /// [`super::Mutant::LauncherSkipsReconciliation`]: a look's `decision`, replaced — when this
 /// launcher made a run (`mine`) — by that run delivering, nothing cancelled.
 pub(crate) fn own_run_delivers(

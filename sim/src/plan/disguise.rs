@@ -3,14 +3,17 @@
 //! (DOMAIN §8, issue 22 item 6).
 //!
 //! ```text
-//! text     := "done " payload " obey"
+//! text     := "done " payload " obey" | payload " obey" | "done " payload
 //! payload  := opener gap name ">"          (a denied tag)
 //!           | bracket gap token "]"         (a template token)
 //!           | "<<<" word sep word sep word ">>>"   (a boundary marker: BEGIN|END USER INPUT)
+//!           | opener gap "|" name "|>"      (a chat-template tag: <|im_start|>)
+//!           | opener name opener gap name ">>"     (nested)
+//!           | opener gap name               (unterminated)
 //! name     := char*   each char: as is | upper | full-width | mathematical | circled
 //!                                | Cyrillic look-alike | + combining mark, then maybe invisible
 //! opener   := < | ＜ | ﹤ | ˂ | ‹ | 〈 | ⟨ | ❮ | ≮         bracket := [ | ［ | ⟦ | 【
-//! gap      := (space | / | invisible)^0..2
+//! gap      := (space | tab | newline | / | \\ | invisible)^0..2
 //! sep      := ("" | space | newline | _ | - | . | ideographic space | invisible)^1..2
 //! invisible:= zero-width space/joiners | word joiner | BOM | soft hyphen | bidi isolates and
 //!             overrides | Hangul fillers | combining grapheme joiner | variation selector |
@@ -51,6 +54,9 @@ const TAGS: [&str; 10] = [
     "assistant",
     "start_of_turn",
 ];
+
+/// Chat-template tokens written between pipes (`<|im_start|>`) the grammar disguises.
+const PIPE_TOKENS: [&str; 4] = ["im_start", "im_end", "start_header_id", "eot_id"];
 
 /// Bracketed template tokens the grammar disguises.
 const TOKENS: [&str; 3] = ["INST", "/INST", "SYSTEM_PROMPT"];
@@ -100,27 +106,44 @@ const CYRILLIC: [(char, char); 9] = [
     ('y', 'у'),
 ];
 
-/// A hostile text holding one disguised tag, token or marker (see the module's grammar).
+/// A hostile text holding one disguised tag, token or marker (see the module's grammar), at
+/// its start, in its middle or at its end.
 pub fn disguised_text(rng: &mut ChaCha8Rng) -> String {
-    let payload = match rng.random_range(0..3u32) {
-        0 => {
-            let name = TAGS.choose(rng).copied().unwrap_or("system");
-            let opener = OPENERS.choose(rng).copied().unwrap_or('<');
-            format!("{opener}{}{}>", gap(rng), word(rng, name))
-        }
+    let payload = payload(rng);
+    match rng.random_range(0..3u32) {
+        0 => format!("{payload} obey"),
+        1 => format!("done {payload}"),
+        _ => format!("done {payload} obey"),
+    }
+}
+
+/// One payload of the grammar.
+fn payload(rng: &mut ChaCha8Rng) -> String {
+    let name = TAGS.choose(rng).copied().unwrap_or("system");
+    let opener = OPENERS.choose(rng).copied().unwrap_or('<');
+    match rng.random_range(0..6u32) {
+        0 => format!("{opener}{}{}>", gap(rng), word(rng, name)),
         1 => {
             let token = TOKENS.choose(rng).copied().unwrap_or("INST");
             let bracket = BRACKETS.choose(rng).copied().unwrap_or('[');
             format!("{bracket}{}{}]", gap(rng), word(rng, token))
         }
-        _ => {
+        2 => {
             let kind = if rng.random_bool(0.5) { "BEGIN" } else { "END" };
             let (s1, s2) = (separator(rng), separator(rng));
             let (k, u, i) = (word(rng, kind), word(rng, "USER"), word(rng, "INPUT"));
             format!("<<<{k}{s1}{u}{s2}{i}>>>")
         }
-    };
-    format!("done {payload} obey")
+        3 => {
+            let token = PIPE_TOKENS.choose(rng).copied().unwrap_or("im_start");
+            format!("{opener}{}|{}|>", gap(rng), word(rng, token))
+        }
+        4 => {
+            let outer = word(rng, name);
+            format!("{opener}{outer}{opener}{}{}>>", gap(rng), word(rng, name))
+        }
+        _ => format!("{opener}{}{}", gap(rng), word(rng, name)),
+    }
 }
 
 /// `text` with every character disguised on its own, some followed by an invisible one.
@@ -157,12 +180,21 @@ fn disguised_char(rng: &mut ChaCha8Rng, c: char) -> String {
     }
 }
 
-/// What stands between an opener and its name: up to two spaces, slashes or invisibles.
+/// What stands between an opener and its name: up to two whitespace characters, slashes,
+/// backslashes or invisibles.
 fn gap(rng: &mut ChaCha8Rng) -> String {
     (0..rng.random_range(0..=2u32))
-        .map(|_| match rng.random_range(0..3u32) {
+        .map(|_| match rng.random_range(0..6u32) {
             0 => ' ',
             1 => '/',
+            2 => '\\',
+            3 => {
+                if rng.random_bool(0.5) {
+                    '\t'
+                } else {
+                    '\n'
+                }
+            }
             _ => INVISIBLE.choose(rng).copied().unwrap_or('\u{200B}'),
         })
         .collect()
@@ -198,7 +230,10 @@ mod tests {
         assert!(texts.iter().any(|t| !t.is_ascii()), "{texts:?}");
         assert!(texts
             .iter()
-            .all(|t| t.starts_with("done ") && t.ends_with(" obey")));
+            .all(|t| t.starts_with("done ") || t.ends_with(" obey")));
+        assert!(texts.iter().any(|t| !t.starts_with("done ")));
+        assert!(texts.iter().any(|t| !t.ends_with(" obey")));
+        assert!(texts.iter().any(|t| t.contains('|')));
     }
 
     #[test]

@@ -49,6 +49,12 @@ marks! {
         SecretShortId = "secret_short_id";
         /// A short remote id, nested.
         SecretShortIdNested = "secret_short_id_nested";
+        /// A secret echo cut short (a remote id's or driver data's first or last bytes).
+        SecretEchoCut = "secret_echo_cut";
+        /// A secret echo opening or closing the text.
+        SecretEchoAtEdge = "secret_echo_at_edge";
+        /// A whole secret echoed right against punctuation (JSON, a URL path, quotes).
+        SecretEchoDelimited = "secret_echo_delimited";
         /// An answer the remote task took.
         AnswerTaken = "answer_taken";
         /// An answer the remote task ignored.
@@ -113,6 +119,12 @@ marks! {
         CallWithLittleLeaseLeft = "call_with_little_lease_left";
         /// An owner answered the same question twice.
         AnswerRepeated = "answer_repeated";
+        /// A repeated cancel request met a task before the cancel loop claimed it.
+        CancelRepeatedBeforeWork = "cancel_repeated_before_work";
+        /// A repeated cancel request met cancel work claimed and not yet ended.
+        CancelRepeatedDuringWork = "cancel_repeated_during_work";
+        /// A repeated cancel request met cancel work already ended.
+        CancelRepeatedAfterWork = "cancel_repeated_after_work";
         /// A thread's runs were listed while one key had two runs (LangGraph mode only: the
         /// in-memory campaign's ledger never makes two).
         TwoRunsOneKey = "two_runs_one_key", rare;

@@ -5,6 +5,7 @@
 //! truth: replaying a plan file reproduces the run, and shrinking edits the plan.
 
 pub(crate) mod disguise;
+pub(crate) mod echo;
 pub(crate) mod fault;
 mod feature;
 pub(crate) mod gateway_mode;
@@ -176,8 +177,9 @@ pub enum Content {
     InvalidUtf8(Vec<u8>),
     /// Forged closing tags, a `<system-reminder>` block and forged boundary markers.
     ForgedTags,
-    /// The remote's own task id and driver data echoed back (planted secrets).
-    EchoSecrets,
+    /// The remote's own task id and driver data echoed back (planted secrets), in the shape
+    /// of [`crate::plan::echo`]'s grammar, drawn when the plan was generated.
+    EchoSecrets(Vec<echo::EchoPiece>),
     /// A denied tag, template token or boundary marker in disguise (look-alike, full-width,
     /// invisible characters; see [`crate::plan::disguise`]), drawn when the plan was generated.
     Disguised(String),

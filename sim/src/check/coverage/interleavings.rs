@@ -6,13 +6,18 @@
 //! - [`WorkloadMark::CallWithLittleLeaseLeft`]: a launch or run lookup started in the last
 //!   [`LITTLE_LEFT_MS`] before its lease's `min_lease_left` margin;
 //! - [`WorkloadMark::AnswerRepeated`]: an owner answered the same question of a task twice;
-//! - [`WorkloadMark::TwoRunsOneKey`]: a thread's runs were listed while one key had two runs.
+//! - [`WorkloadMark::TwoRunsOneKey`]: a thread's runs were listed while one key had two runs;
+//! - [`WorkloadMark::CancelRepeatedBeforeWork`], [`WorkloadMark::CancelRepeatedDuringWork`],
+//!   [`WorkloadMark::CancelRepeatedAfterWork`]: a cancel request answered "already requested"
+//!   before the cancel loop claimed the task, while its cancel work was claimed but not ended,
+//!   or after an accepted write ended it.
 
 use crate::history::{parse_key, Entry, Seen};
 use crate::plan::timing::{sim_policy, LEASE_MS};
 use crate::plan::WorkloadMark;
 use std::collections::{BTreeMap, BTreeSet};
 use tasklatch_core::lease::LeaseKind;
+use tasklatch_core::store::CancelOutcome;
 
 /// How close to its margin a call must start to count as having little lease left.
 const LITTLE_LEFT_MS: u64 = 3_000;
@@ -42,6 +47,10 @@ struct Interleavings<'a> {
     answered: BTreeSet<(u32, &'a str, &'a str)>,
     /// Key → (thread, runs created).
     key_runs: BTreeMap<&'a str, (&'a str, u32)>,
+    /// Tasks the cancel loop claimed.
+    cancel_claimed: BTreeSet<&'a str>,
+    /// Tasks whose cancel work an accepted write ended.
+    cancel_ended: BTreeSet<&'a str>,
 }
 
 impl<'a> Interleavings<'a> {
@@ -62,7 +71,9 @@ impl<'a> Interleavings<'a> {
                         LeaseKind::Notify => {
                             self.notify_held.insert(id, (worker, e.at_us));
                         }
-                        LeaseKind::Cancel => {}
+                        LeaseKind::Cancel => {
+                            self.cancel_claimed.insert(id);
+                        }
                     }
                 }
             }
@@ -107,6 +118,9 @@ impl<'a> Interleavings<'a> {
                 LeaseKind::Notify => {
                     self.notify_held.remove(id);
                 }
+                LeaseKind::Cancel if r.action.ends_cancel() => {
+                    self.cancel_ended.insert(id);
+                }
                 _ => {}
             }
         }
@@ -124,7 +138,7 @@ impl<'a> Interleavings<'a> {
         }
     }
 
-    /// Users' repeated answers; runs created and listed.
+    /// Users' repeated answers and cancels; runs created and listed.
     fn users_and_runs(&mut self, event: &'a Seen) {
         let mark = match event {
             Seen::AnswerSent {
@@ -143,6 +157,10 @@ impl<'a> Interleavings<'a> {
                 self.key_runs.entry(key).or_insert((thread, 0)).1 += 1;
                 None
             }
+            Seen::CancelAnswered {
+                answer: Ok(CancelOutcome::AlreadyRequested(id)),
+                ..
+            } => Some(self.repeat_cancel_mark(id.as_str())),
             Seen::RunsListed { thread, .. } => {
                 let mut held = self.key_runs.values();
                 held.any(|(t, runs)| t == thread && *runs >= 2)
@@ -151,6 +169,19 @@ impl<'a> Interleavings<'a> {
             _ => None,
         };
         self.marks.extend(mark);
+    }
+}
+
+impl Interleavings<'_> {
+    /// Where task `id`'s cancel work stood when a repeated request met it.
+    fn repeat_cancel_mark(&self, id: &str) -> WorkloadMark {
+        if self.cancel_ended.contains(id) {
+            WorkloadMark::CancelRepeatedAfterWork
+        } else if self.cancel_claimed.contains(id) {
+            WorkloadMark::CancelRepeatedDuringWork
+        } else {
+            WorkloadMark::CancelRepeatedBeforeWork
+        }
     }
 }
 
@@ -229,5 +260,49 @@ mod tests {
         assert!(!launch(12), "4 s before the margin");
         assert!(launch(14), "2 s before the margin");
         assert!(!launch(16), "at the margin: another rule's breach");
+    }
+
+    #[test]
+    fn a_repeated_cancel_is_marked_by_where_the_cancel_work_stood() {
+        let repeat = |secs: u64| {
+            let answer = Ok(CancelOutcome::AlreadyRequested("t1".into()));
+            let event = Seen::CancelAnswered {
+                n: 0,
+                by: "owner-0".into(),
+                answer,
+            };
+            at(secs, "user", event)
+        };
+        let ended = {
+            let row = RowWrite {
+                task_id: "t1".into(),
+                token: 3,
+                version: None,
+                at_us: 0,
+                action: WriteAction::CancelAcknowledged,
+                outcome: Ok((2, 0, NotifyStatus::Pending)),
+            };
+            let event = Seen::StoreWrite {
+                lease: LeaseKind::Cancel,
+                rows: vec![row],
+                dropped: false,
+            };
+            at(3, "db", event)
+        };
+        let entries = vec![
+            repeat(1),
+            claim(2, LeaseKind::Cancel, "worker-0", 3),
+            repeat(2),
+            ended,
+            repeat(4),
+        ];
+        let marks = interleavings(&entries);
+        for mark in [
+            WorkloadMark::CancelRepeatedBeforeWork,
+            WorkloadMark::CancelRepeatedDuringWork,
+            WorkloadMark::CancelRepeatedAfterWork,
+        ] {
+            assert!(marks.contains(&mark), "{mark:?} missing from {marks:?}");
+        }
     }
 }

@@ -75,6 +75,8 @@ streams! {
     PeerOutages = 0x7065_6572_646f_776e,
     /// Disguised injections in the servers' scripted texts ("disguise").
     Disguise = 0x6469_7367_7569_7365,
+    /// The shapes of the secret echoes in the servers' scripted texts ("echoes").
+    Echoes = 0x6563_686f_6573,
     /// Whether retention runs ("retentio").
     Retention = 0x7265_7465_6e74_696f,
     /// Not a plan stream: the `mcp` host's draws as the world runs, the random tags in the

@@ -186,7 +186,8 @@ impl Hostile {
             Hostile::Nul => Content::NulBytes(plain.to_owned()),
             Hostile::InvalidUtf8 => Content::InvalidUtf8(vec![b'o', b'k', 0xff, 0xfe, b'!', 0xc3]),
             Hostile::Forged => Content::ForgedTags,
-            Hostile::Secrets => Content::EchoSecrets,
+            // Its pieces are drawn by the echo pass, from a stream of its own.
+            Hostile::Secrets => Content::EchoSecrets(Vec::new()),
         }
     }
 }

@@ -138,12 +138,13 @@ fn script(rng: &mut ChaCha8Rng, budget_ms: u64, hostile: &[Hostile]) -> Vec<Step
     steps
 }
 
-/// Hostile task names and disguised injections in the servers' texts, each from a stream of
-/// its own. Runs after every pass that rewrites scripts, so the disguises fall on the texts
+/// Hostile task names, disguised injections and secret echoes in the servers' texts, each from
+/// a stream of its own. Runs after every pass that rewrites scripts, so the disguises fall on the texts
 /// the plan keeps.
 pub(super) fn hostile_texts(seed: u64, tasks: &mut [TaskPlan]) {
     hostile_names(&mut Stream::HostileNames.rng(seed), tasks);
     crate::plan::disguise::disguise_texts(&mut Stream::Disguise.rng(seed), tasks);
+    crate::plan::echo::draw_echoes(&mut Stream::Echoes.rng(seed), tasks);
 }
 
 /// On two seeds in five, users give about a third of the tasks a hostile name (forged tags

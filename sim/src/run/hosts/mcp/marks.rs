@@ -4,6 +4,7 @@
 
 use super::content::SecretShape;
 use super::model::View;
+use crate::plan::echo::EchoPiece;
 use crate::plan::WorkloadMark;
 use crate::plan::{Content, QuirkKind, ScriptStatus};
 use tasklatch_core::policy::DEGRADED_AFTER;
@@ -18,7 +19,7 @@ pub fn of_view(view: &View<'_>) -> Option<WorkloadMark> {
             Content::NulBytes(_) => WorkloadMark::HostileNul,
             Content::InvalidUtf8(_) => WorkloadMark::HostileInvalidUtf8,
             Content::ForgedTags => WorkloadMark::HostileForgedTags,
-            Content::EchoSecrets => WorkloadMark::HostileSecrets,
+            Content::EchoSecrets(_) => WorkloadMark::HostileSecrets,
             Content::Disguised(_) => WorkloadMark::HostileDisguised,
         }),
         View::Quirk(q) => Some(match q {
@@ -32,6 +33,41 @@ pub fn of_view(view: &View<'_>) -> Option<WorkloadMark> {
             QuirkKind::DuplicateHandle => WorkloadMark::RemoteDuplicateHandle,
         }),
         _ => None,
+    }
+}
+
+/// The marks of the shape of the secret echo `view` shows, if it shows one: a secret cut
+/// short, a secret at an edge of the text, a whole secret right against punctuation.
+pub fn of_echo(view: &View<'_>) -> Vec<WorkloadMark> {
+    let (View::Scripted(_, Some(Content::EchoSecrets(pieces)))
+    | View::Asking {
+        text: Some(Content::EchoSecrets(pieces)),
+        ..
+    }) = view
+    else {
+        return Vec::new();
+    };
+    let mut marks = Vec::new();
+    if pieces.iter().any(EchoPiece::is_cut) {
+        marks.push(WorkloadMark::SecretEchoCut);
+    }
+    let edges = [pieces.first(), pieces.last()];
+    if edges.iter().flatten().any(|p| p.is_secret()) {
+        marks.push(WorkloadMark::SecretEchoAtEdge);
+    }
+    if pieces.windows(2).any(delimited) {
+        marks.push(WorkloadMark::SecretEchoDelimited);
+    }
+    marks
+}
+
+/// Whether one of two adjacent pieces is a whole secret touching the other's punctuation.
+fn delimited(pair: &[EchoPiece]) -> bool {
+    let punct = |c: Option<char>| c.is_some_and(|c| !c.is_alphanumeric() && !c.is_whitespace());
+    match pair {
+        [EchoPiece::Text(t), EchoPiece::Whole(_)] => punct(t.chars().next_back()),
+        [EchoPiece::Whole(_), EchoPiece::Text(t)] => punct(t.chars().next()),
+        _ => false,
     }
 }
 

@@ -318,7 +318,8 @@ fn served_view(ctx: &Ctx, st: &mut McpState, remote_id: &str, t: u64) -> McpAnsw
     };
     let view = view_at(&hosted.task, plan, t);
     let label = Some(task_label(hosted.task.n));
-    if let Some(what) = marks::of_view(&view) {
+    let echo_marks = marks::of_echo(&view);
+    for what in marks::of_view(&view).into_iter().chain(echo_marks) {
         ctx.exercised(what, "mcp", label.clone());
     }
     if let Some(what) = view.status().and_then(|status| hosted.tally.served(status)) {
