@@ -42,8 +42,9 @@ impl Default for Mix {
 }
 
 /// Inserts `count` rows with ids `{prefix}00000001`… (see [`Mix`]), none of them due at `now`. Secondary indexes are dropped first and
-/// rebuilt from their own definitions afterwards, then the table is analysed. Not for a database
-/// other processes are using.
+/// rebuilt from their own definitions afterwards, then the table is analysed. `tasks` is the
+/// one in the pool's schema (`current_schema()`; other schemas' are left alone). Not for a
+/// database other processes are using.
 pub async fn insert_rows(
     pool: &PgPool,
     count: u64,
@@ -53,7 +54,8 @@ pub async fn insert_rows(
     let mut conn = pool.acquire().await?;
     let defs: Vec<(String, String)> = sqlx::query(
         "SELECT indexname, indexdef FROM pg_indexes \
-         WHERE tablename = 'tasks' AND indexname <> 'tasks_pkey'",
+         WHERE schemaname = current_schema() AND tablename = 'tasks' \
+           AND indexname <> 'tasks_pkey'",
     )
     .fetch_all(&mut *conn)
     .await?
@@ -66,10 +68,12 @@ pub async fn insert_rows(
             .await?;
     }
     // Pack the bulk rows (they are never updated); later rows get the table's own fill factor.
-    let options: Option<Vec<String>> =
-        sqlx::query_scalar("SELECT reloptions FROM pg_class WHERE relname = 'tasks'")
-            .fetch_one(&mut *conn)
-            .await?;
+    let options: Option<Vec<String>> = sqlx::query_scalar(
+        "SELECT reloptions FROM pg_class \
+             WHERE relname = 'tasks' AND relnamespace = current_schema()::regnamespace",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
     sqlx::query("ALTER TABLE tasks SET (fillfactor = 100)")
         .execute(&mut *conn)
         .await?;

@@ -39,6 +39,7 @@ mod migrate;
 #[cfg(feature = "mutations")]
 mod planted;
 mod pool;
+mod pooling;
 mod primary;
 mod replication;
 mod row;
@@ -61,6 +62,7 @@ pub use hosts::{list_text, tcp_base, Host, InvalidHost, DEFAULT_PORT};
 pub use ledger::{Coalescing, PgLedger};
 pub use migrate::{migrate, migrator, MigrationError, MIGRATOR};
 pub use pool::{checked, connect, connect_named, connect_with, open, open_checked, ConnectError};
+pub use pooling::{check_session_pooling, PoolingError, TransactionPooling};
 pub use primary::{
     checked_primary, find_primary, probe, refuse_read_only, role_of, NoPrimary, ReadOnlyServer,
     Role, PROBE_TIMEOUT,

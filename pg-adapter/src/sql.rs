@@ -182,6 +182,8 @@ pub(crate) const SESSION_CHECK: &str = include_str!("../sql/admin/session_check.
 pub(crate) const REPLICATION: &str = include_str!("../sql/admin/replication.sql");
 /// Whether this server takes writes: in recovery, and transaction_read_only.
 pub(crate) const PRIMARY_CHECK: &str = include_str!("../sql/admin/primary_check.sql");
+/// Which backend answers this connection (`sql/admin/backend_pid.sql`, the pooling probe).
+pub(crate) const BACKEND_PID: &str = include_str!("../sql/admin/backend_pid.sql");
 
 /// Helpers for the tests that read the statement files.
 #[cfg(test)]

@@ -3,13 +3,13 @@
 //!
 //! Start-up refuses to go on (with an error naming what to do) when the database cannot be
 //! reached or a pooled connection lacks the configured schema and timeouts (a pooler dropped
-//! the start-up options), when its schema is behind (`tasklatch migrate`), when a failover could
-//! lose acknowledged writes and `database.allow_async_replication` is not set
-//! ([`crate::replication`]), when the MCP or Agent Server
-//! configuration cannot be used, when the Agent Server answers that the configured assistant
-//! does not exist or refuses the credentials, when this host's clock is off the database's by
-//! more than `engine.max_clock_skew_ms` ([`crate::clock_guard`]), or when the listen address is
-//! taken.
+//! the start-up options) or a transaction pooler sits in front of it
+//! (`tasklatch_pg::check_session_pooling`), when its schema is behind (`tasklatch migrate`),
+//! when a failover could lose acknowledged writes and `database.allow_async_replication` is not
+//! set ([`crate::replication`]), when the MCP or Agent Server configuration cannot be used,
+//! when the Agent Server answers that the configured assistant does not exist or refuses the
+//! credentials, when this host's clock is off the database's by more than
+//! `engine.max_clock_skew_ms` ([`crate::clock_guard`]), or when the listen address is taken.
 //!
 //! Peers that are down do not stop the start. An Agent Server that cannot be asked (no
 //! connection, a timeout, 5xx) defers the assistant check: the worker starts, serves its API and
@@ -54,7 +54,7 @@ use tasklatch_agent_server::{AgentServerLauncher, CheckError};
 use tasklatch_core::engine::{Engine, OutageMemory};
 use tasklatch_core::policy::Policy;
 use tasklatch_mcp::McpDriver;
-use tasklatch_pg::{PgStore, PrimaryFollower};
+use tasklatch_pg::{PgStore, PoolingError, PrimaryFollower};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -92,6 +92,10 @@ pub enum StartError {
     /// set ([`crate::replication`]): what was found, what is at risk, how to fix it.
     #[error("replication: {0}")]
     Replication(String),
+    /// A transaction pooler is in front of the database (`tasklatch_pg::check_session_pooling`):
+    /// what was seen and what to use instead.
+    #[error("pooler: {0}")]
+    Pooler(String),
 }
 
 /// Connects a pool of `settings.database.pool_size` connections, each started in the configured
@@ -100,6 +104,9 @@ pub enum StartError {
 /// drop start-up options). A refused connection is retried until `database.connect_timeout_ms`;
 /// a pool that cannot be opened, or whose connections lack the settings, is
 /// [`StartError::Unreachable`], with the server and the cause (`tasklatch_pg::open_checked`).
+///
+/// A transaction pooler in front of the database is refused ([`StartError::Pooler`], the probe
+/// `tasklatch_pg::check_session_pooling`): sqlx's statements need one backend per connection.
 ///
 /// With `database.hosts`, the pool is on the host that takes writes (each probed within
 /// [`tasklatch_pg::PROBE_TIMEOUT`], again until `database.connect_timeout_ms`) and refuses
@@ -117,18 +124,29 @@ pub async fn connect_database(
     let pool = PgPoolOptions::new()
         .max_connections(db.pool_size)
         .acquire_timeout(db.connect_timeout);
-    if db.hosts.is_empty() {
-        return tasklatch_pg::open_checked(pool, db.options.clone(), &db.session)
+    let (pool, follower) = if db.hosts.is_empty() {
+        tasklatch_pg::open_checked(pool, db.options.clone(), &db.session)
             .await
             .map(|pool| (pool, None))
-            .map_err(StartError::Unreachable);
+            .map_err(StartError::Unreachable)?
+    } else {
+        let (base, session, hosts) = (db.options.clone(), &db.session, db.hosts.clone());
+        let probe = tasklatch_pg::PROBE_TIMEOUT.min(db.connect_timeout);
+        tasklatch_pg::open_following(pool, base, session, hosts, probe)
+            .await
+            .map(|(pool, follower)| (pool, Some(follower)))
+            .map_err(StartError::Unreachable)?
+    };
+    match tasklatch_pg::check_session_pooling(&pool).await {
+        Ok(()) => Ok((pool, follower)),
+        Err(e) => {
+            pool.close().await;
+            Err(match e {
+                PoolingError::Transaction(found) => StartError::Pooler(found.to_string()),
+                PoolingError::Probe(e) => StartError::Database(e.to_string()),
+            })
+        }
     }
-    let (base, session, hosts) = (db.options.clone(), &db.session, db.hosts.clone());
-    let probe = tasklatch_pg::PROBE_TIMEOUT.min(db.connect_timeout);
-    tasklatch_pg::open_following(pool, base, session, hosts, probe)
-        .await
-        .map(|(pool, follower)| (pool, Some(follower)))
-        .map_err(StartError::Unreachable)
 }
 
 /// Refuses commits a failover could lose unless `database.allow_async_replication`

@@ -7,16 +7,22 @@
 //! - without `options` in `ignore_startup_parameters`, PgBouncer 1.18 refuses the connection
 //!   itself (`unsupported startup parameter: options`): it cannot carry start-up options at all;
 //! - with the settings on the database (`ALTER DATABASE … SET`), the worker's pool passes its
-//!   check through either pool mode and means `tasklatch.tasks`.
+//!   check through session pooling and means `tasklatch.tasks`; through transaction pooling it
+//!   is refused by the pooling probe (`tasklatch_pg::check_session_pooling`), because there
+//!   (shown too) two client connections' sqlx statements meet on one server backend.
 //!
 //! PgBouncer must be installed (`scripts/install-deb-tools`): a missing binary fails the test.
 
 #[path = "support/example.rs"]
 mod example;
 
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgConnection};
+use std::str::FromStr;
+use std::time::Duration;
 use tasklatch_pg::harness::pgbouncer::{Pgbouncer, PoolMode};
 use tasklatch_pg::harness::{LocalCluster, Server, ServerSource, TestDb};
+use tasklatch_pg::{open_checked, SessionSettings};
 use tasklatch_worker::run::connect;
 use tasklatch_worker::StartError;
 
@@ -96,31 +102,110 @@ async fn a_pooler_that_drops_or_refuses_the_start_up_options_is_refused_loudly()
     db.cleanup().await;
 }
 
-#[tokio::test]
-async fn database_settings_pass_through_either_pool_mode() {
-    let cluster = cluster();
-    let db = database(&cluster).await;
+/// `db` with the worker's session as database settings (how to run behind PgBouncer 1.18).
+async fn with_database_settings(db: &TestDb) {
     let name = db.name().to_owned();
     for setting in [
         "search_path = tasklatch",
         "statement_timeout = '30s'",
         "lock_timeout = '5s'",
     ] {
-        run(&db, &format!("ALTER DATABASE \"{name}\" SET {setting}")).await;
+        run(db, &format!("ALTER DATABASE \"{name}\" SET {setting}")).await;
     }
-    for mode in [PoolMode::Session, PoolMode::Transaction] {
-        let bouncer = bouncer(&cluster, mode, IGNORE_OPTIONS);
-        let pool = worker_pool(&bouncer, &db)
+}
+
+#[tokio::test]
+async fn database_settings_pass_session_pooling_and_transaction_pooling_is_refused() {
+    let cluster = cluster();
+    let db = database(&cluster).await;
+    with_database_settings(&db).await;
+    let session = bouncer(&cluster, PoolMode::Session, IGNORE_OPTIONS);
+    let pool = worker_pool(&session, &db)
+        .await
+        .unwrap_or_else(|e| panic!("session pooling: {e}\n{}", session.log()));
+    let mut conn = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
+    let schema: String = sqlx::query_scalar("SELECT current_schema()")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(schema, "tasklatch");
+    drop(conn);
+    pool.close().await;
+
+    let transaction = bouncer(&cluster, PoolMode::Transaction, IGNORE_OPTIONS);
+    let e = worker_pool(&transaction, &db)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("a worker pool opened behind a transaction pooler"));
+    assert!(matches!(e, StartError::Pooler(_)), "{e:?}");
+    let text = e.to_string();
+    for words in [
+        "pooler: a transaction pooler is in front of the database",
+        "pool_mode = transaction",
+        "sqlx_s_N",
+        "max_prepared_statements",
+        "Use pool_mode = session",
+    ] {
+        assert!(text.contains(words), "missing {words:?} in: {text}");
+    }
+    db.cleanup().await;
+}
+
+/// A pool of two client connections through `bouncer`, each checked for the session, with
+/// sqlx's statement cache as `cache` (sqlx's default is 100), no pooling probe.
+async fn raw_pool(bouncer: &Pgbouncer, db: &TestDb, cache: usize) -> sqlx::PgPool {
+    let opts = PgConnectOptions::from_str(&bouncer.url(db.name()))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .statement_cache_capacity(cache);
+    let session = SessionSettings::default();
+    let pool = PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(Duration::from_secs(2));
+    open_checked(pool, session.apply(opts), &session)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", bouncer.log()))
+}
+
+/// What PgBouncer 1.18's transaction pooling does to sqlx's prepared statements — why the
+/// worker refuses it: two client connections, one after the other, each run a statement of their
+/// own with an argument. Both name it `sqlx_s_1`, the pooler hands both its server backend (one
+/// here; with more, PgBouncer hands out the most recently released first), and the second
+/// `Parse` meets the first's statement. The same with sqlx's statement
+/// cache off (capacity 0): a persistent query is still prepared under a name.
+#[tokio::test]
+async fn transaction_pooling_on_pgbouncer_1_18_mixes_up_sqlx_statements() {
+    let cluster = cluster();
+    let db = database(&cluster).await;
+    with_database_settings(&db).await;
+    for cache in [100, 0] {
+        // A fresh pooler each time (its server backend keeps the statements it was given), with
+        // one server connection: every client is handed that one.
+        let transaction =
+            Pgbouncer::start_sized(cluster.port(), PoolMode::Transaction, IGNORE_OPTIONS, 1)
+                .unwrap_or_else(|e| panic!("cannot start pgbouncer: {e}"));
+        let pool = raw_pool(&transaction, &db, cache).await;
+        let mut a = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
+        let mut b = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
+        let first: i32 = sqlx::query_scalar("SELECT $1::int4 + 1")
+            .bind(1)
+            .fetch_one(&mut *a)
             .await
-            .unwrap_or_else(|e| panic!("{mode:?}: {e}\n{}", bouncer.log()));
-        let mut conn = pool.acquire().await.unwrap_or_else(|e| panic!("{e}"));
-        let schema: String = sqlx::query_scalar("SELECT current_schema()")
-            .persistent(false)
-            .fetch_one(&mut *conn)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(schema, "tasklatch", "{mode:?}");
-        drop(conn);
+            .unwrap_or_else(|e| panic!("cache {cache}: {e}"));
+        assert_eq!(first, 2);
+        let second = sqlx::query_scalar::<_, String>("SELECT $1::text || '!'")
+            .bind("b")
+            .fetch_one(&mut *b)
+            .await;
+        eprintln!("statement cache {cache}: the second client's statement: {second:?}");
+        let e = second
+            .err()
+            .unwrap_or_else(|| panic!("cache {cache}: the pooler kept the statements apart"));
+        assert!(
+            e.to_string()
+                .contains("prepared statement \"sqlx_s_1\" already exists"),
+            "cache {cache}: {e}"
+        );
+        drop((a, b));
         pool.close().await;
     }
     db.cleanup().await;

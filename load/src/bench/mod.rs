@@ -19,6 +19,7 @@
 //! database, read-only ones (run lookups, empty claims) included; row versions per event from
 //! `pg_stat_user_tables` (updates of `tasks` and `runs`, and how many of them were HOT).
 
+pub mod buckets;
 mod e2e;
 mod floor;
 mod latency;

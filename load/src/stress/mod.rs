@@ -61,6 +61,11 @@ pub struct StressConfig {
     /// An existing database (migrated if needed; this run's rows are namespaced, nothing is
     /// deleted). `None`: a fresh database on the test server, dropped afterwards.
     pub database_url: Option<String>,
+    /// Where the run's own admin pool connects — migrating, chaos's `pg_terminate_backend`,
+    /// watching and the verdict — when that must not be `database_url`: a direct URL to the
+    /// same database while the engines' pools go through a pooler (so chaos kills the real
+    /// server backends behind it). `None`: `database_url` (or the fresh database).
+    pub admin_url: Option<String>,
     /// Seeds scripts, faults and chaos.
     pub seed: u64,
     /// Tasks sharing one thread (409 contention).
@@ -93,6 +98,7 @@ impl StressConfig {
             tasks,
             chaos: false,
             database_url: None,
+            admin_url: None,
             seed: 1,
             tasks_per_thread: 4,
             speed: 20,
@@ -205,7 +211,8 @@ async fn run_on(
     url: &str,
     on_progress: &mut (impl FnMut(&Progress) + Send),
 ) -> Result<StressReport, StressError> {
-    let pools = Pools::open(url, config.workers).await?;
+    let admin_url = config.admin_url.as_deref().unwrap_or(url);
+    let pools = Pools::open(url, admin_url, config.workers).await?;
     let names = Namespace::new(format!("stress-{:08x}-", random_u64() as u32));
     let clock = ScaledClock::new(Timestamp::from_micros(EPOCH_MICROS), config.speed);
     let policy = stress_policy();

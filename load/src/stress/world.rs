@@ -26,11 +26,14 @@ pub(super) struct Pools {
 }
 
 impl Pools {
-    /// Connects every pool to `url` (migrating the database first) for `workers` engines.
-    pub async fn open(url: &str, workers: usize) -> Result<Pools, StressError> {
+    /// Connects the admin pool to `admin_url` and migrates the database through it, then every
+    /// other pool to `url` (the same database, maybe through a pooler), for `workers` engines.
+    pub async fn open(url: &str, admin_url: &str, workers: usize) -> Result<Pools, StressError> {
         let pool = |max, name| connect_named(url, max, name);
         let connect = |e: sqlx::Error| err("connect")(e.to_string());
-        let admin = pool(3, "tasklatch-admin").await.map_err(connect)?;
+        let admin = connect_named(admin_url, 3, "tasklatch-admin")
+            .await
+            .map_err(connect)?;
         migrate(&admin, &SchemaName::default())
             .await
             .map_err(|e| err("migrate")(e.to_string()))?;

@@ -67,6 +67,17 @@ impl Pgbouncer {
     /// it accepts connections (at most 10 s). Fails when the binary is missing or it does not
     /// start (its log is quoted).
     pub fn start(server_port: u16, mode: PoolMode, ignore: &str) -> Result<Pgbouncer, String> {
+        Pgbouncer::start_sized(server_port, mode, ignore, 100)
+    }
+
+    /// [`Pgbouncer::start`] with at most `pool_size` server connections per database and user
+    /// (`default_pool_size`; 1 makes every client share one server backend).
+    pub fn start_sized(
+        server_port: u16,
+        mode: PoolMode,
+        ignore: &str,
+        pool_size: u32,
+    ) -> Result<Pgbouncer, String> {
         install_if_missing()?;
         let run_as = unprivileged_user()?;
         let dir = std::env::temp_dir().join(format!(
@@ -76,7 +87,7 @@ impl Pgbouncer {
         ));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {dir:?}: {e}"))?;
         let port = free_port()?;
-        let ini = config(&dir, port, server_port, mode, ignore);
+        let ini = config(&dir, port, server_port, mode, ignore, pool_size);
         let written = std::fs::write(dir.join("pgbouncer.ini"), ini)
             .and_then(|()| std::fs::write(dir.join("userlist.txt"), "\"postgres\" \"\"\n"));
         if let Err(e) = written
@@ -151,8 +162,18 @@ impl Drop for Pgbouncer {
     }
 }
 
-/// The configuration file's text.
-fn config(dir: &std::path::Path, port: u16, server: u16, mode: PoolMode, ignore: &str) -> String {
+/// The configuration file's text: `pool_size` server connections per database and user, room
+/// for 300 clients (PgBouncer's defaults are 20 and 100; in session pooling every client holds
+/// a server connection, and the stress run's pools need about 30; the throwaway cluster allows
+/// 200 connections).
+fn config(
+    dir: &std::path::Path,
+    port: u16,
+    server: u16,
+    mode: PoolMode,
+    ignore: &str,
+    pool_size: u32,
+) -> String {
     let mode = match mode {
         PoolMode::Session => "session",
         PoolMode::Transaction => "transaction",
@@ -162,7 +183,8 @@ fn config(dir: &std::path::Path, port: u16, server: u16, mode: PoolMode, ignore:
         "[databases]\n* = host=127.0.0.1 port={server}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\n\
          listen_port = {port}\nunix_socket_dir =\nauth_type = trust\nauth_file = {d}/userlist.txt\n\
          pool_mode = {mode}\nignore_startup_parameters = {ignore}\nlogfile = {d}/pgbouncer.log\n\
-         pidfile = {d}/pgbouncer.pid\nadmin_users = postgres\n"
+         pidfile = {d}/pgbouncer.pid\nadmin_users = postgres\n\
+         default_pool_size = {pool_size}\nmax_client_conn = 300\n"
     )
 }
 
