@@ -72,7 +72,8 @@ pub struct DatabaseSection {
     #[serde(default)]
     pub hosts: Vec<String>,
     /// A separate `postgres://` URL for the wake-up listener's `LISTEN` connection: a direct
-    /// connection past a transaction pooler, which cannot carry `LISTEN`. Secret, like `url`.
+    /// connection past a pooler (the worker refuses a transaction pooler for its pool, and
+    /// `LISTEN` needs a session of its own). Secret, like `url`.
     /// Default: the pool's own connection (the primary, when `hosts` is given).
     #[serde(default)]
     pub listen_url: Option<Secret>,
