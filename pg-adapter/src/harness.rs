@@ -16,7 +16,9 @@
 //!
 //! For the replication and pooler tests: [`LocalCluster::start_with`] (server settings on the
 //! command line), [`LocalCluster::standby_of`] (a streaming standby made with `pg_basebackup
-//! -R`, module `standby`) and [`pgbouncer::Pgbouncer`] (Debian's PgBouncer in front of a server).
+//! -R`, module `standby`), repeated failovers of such a pair (SIGKILL, promote, `pg_rewind`
+//! and rejoin, module [`failover`]) and [`pgbouncer::Pgbouncer`] (Debian's PgBouncer in front of
+//! a server).
 
 use crate::{connect, migrate, SchemaName};
 use sqlx::postgres::PgConnectOptions;
@@ -32,6 +34,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
+pub mod failover;
 pub mod pgbouncer;
 mod standby;
 

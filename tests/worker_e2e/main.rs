@@ -28,10 +28,15 @@
 //! are in flight: every acknowledged submit is still tracked and its end delivered once. A
 //! third (`peer_outage.rs`) takes the Agent Server and then the MCP server away for three
 //! minutes each while deliveries, cancels and answers are in flight: nothing is dead-lettered,
-//! nothing counts a failure, everything is delivered once.
+//! nothing counts a failure, everything is delivered once. A fourth (`failover.rs`) fails the
+//! database over three times under load — primary SIGKILLed, synchronous standby promoted, old
+//! primary rewound and rejoined — and reads back every acknowledged submit, cancel and answer
+//! and every delivery (exactly once).
 //!
 //! A peer that cannot be installed or started fails the test with the reason (never a skip).
 
+mod failover;
+mod failover_load;
 mod outage;
 mod peer_outage;
 mod process;
