@@ -123,7 +123,8 @@ marks! {
         CancelRepeatedBeforeWork = "cancel_repeated_before_work";
         /// A repeated cancel request met cancel work claimed and not yet ended.
         CancelRepeatedDuringWork = "cancel_repeated_during_work";
-        /// A repeated cancel request met cancel work already ended.
+        /// A repeated cancel request met cancel work already ended (the task still going, or
+        /// ended by the cancel).
         CancelRepeatedAfterWork = "cancel_repeated_after_work";
         /// A thread's runs were listed while one key had two runs (LangGraph mode only: the
         /// in-memory campaign's ledger never makes two).

@@ -10,7 +10,7 @@
 //! - [`WorkloadMark::CancelRepeatedBeforeWork`], [`WorkloadMark::CancelRepeatedDuringWork`],
 //!   [`WorkloadMark::CancelRepeatedAfterWork`]: a cancel request answered "already requested"
 //!   before the cancel loop claimed the task, while its cancel work was claimed but not ended,
-//!   or after an accepted write ended it.
+//!   or — "already requested" or "already finished" — after an accepted write ended it.
 
 use crate::history::{parse_key, Entry, Seen};
 use crate::plan::timing::{sim_policy, LEASE_MS};
@@ -158,9 +158,9 @@ impl<'a> Interleavings<'a> {
                 None
             }
             Seen::CancelAnswered {
-                answer: Ok(CancelOutcome::AlreadyRequested(id)),
+                answer: Ok(outcome),
                 ..
-            } => Some(self.repeat_cancel_mark(id.as_str())),
+            } => self.repeat_cancel_mark(outcome),
             Seen::RunsListed { thread, .. } => {
                 let mut held = self.key_runs.values();
                 held.any(|(t, runs)| t == thread && *runs >= 2)
@@ -173,14 +173,21 @@ impl<'a> Interleavings<'a> {
 }
 
 impl Interleavings<'_> {
-    /// Where task `id`'s cancel work stood when a repeated request met it.
-    fn repeat_cancel_mark(&self, id: &str) -> WorkloadMark {
-        if self.cancel_ended.contains(id) {
-            WorkloadMark::CancelRepeatedAfterWork
-        } else if self.cancel_claimed.contains(id) {
-            WorkloadMark::CancelRepeatedDuringWork
-        } else {
-            WorkloadMark::CancelRepeatedBeforeWork
+    /// Where the task's cancel work stood when a repeated request met it, if `outcome` answered
+    /// one: "already requested", or "already finished" after the task's cancel work ended.
+    fn repeat_cancel_mark(&self, outcome: &CancelOutcome) -> Option<WorkloadMark> {
+        match outcome {
+            CancelOutcome::AlreadyRequested(id) if self.cancel_ended.contains(id.as_str()) => {
+                Some(WorkloadMark::CancelRepeatedAfterWork)
+            }
+            CancelOutcome::AlreadyRequested(id) if self.cancel_claimed.contains(id.as_str()) => {
+                Some(WorkloadMark::CancelRepeatedDuringWork)
+            }
+            CancelOutcome::AlreadyRequested(_) => Some(WorkloadMark::CancelRepeatedBeforeWork),
+            CancelOutcome::AlreadyFinished(id) if self.cancel_ended.contains(id.as_str()) => {
+                Some(WorkloadMark::CancelRepeatedAfterWork)
+            }
+            _ => None,
         }
     }
 }

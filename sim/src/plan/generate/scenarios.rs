@@ -92,16 +92,16 @@ fn held_poll_then_cancel(
 const TWICE_DOWN_LATEST_SUBMIT_MS: u64 = 30_000;
 
 /// On three seeds in four, one task runs long (it completes late in the chaos) and its remote
-/// shard goes down. On most of them twice, each time long enough for tracking to degrade (three
+/// shard goes down. On three in five of them twice, each time long enough for tracking to degrade (three
 /// failed polls), with a recovery between that outlasts the capped poll backoff, so a poll
-/// sees it (degraded, recovered, degraded again); on the others once for one and a half to two
-/// and a half minutes up to the heal, so the poll backoff reaches its cap and the first poll
+/// sees it (degraded, recovered, degraded again); on the others once for two to two and a half
+/// minutes up to the heal, so the poll backoff reaches its cap and the first poll
 /// after the heal shows whether it stayed there. Returns the outages in time order.
 fn task_outages(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<Fault> {
     if !rng.random_bool(0.75) || tasks.is_empty() {
         return Vec::new();
     }
-    let twice = rng.random_bool(0.75);
+    let twice = rng.random_bool(0.6);
     let early: Vec<usize> = (0..tasks.len())
         .filter(|&i| tasks[i].submit_at_ms <= TWICE_DOWN_LATEST_SUBMIT_MS)
         .collect();
@@ -137,7 +137,7 @@ fn task_outages(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Vec<Fault> {
         let second_for = rng.random_range(35_000..45_000);
         vec![down(first_at, first_for), down(second_at, second_for)]
     } else {
-        let for_ms = rng.random_range(90_000..150_000);
+        let for_ms = rng.random_range(120_000..150_000);
         vec![down(CHAOS_MS - for_ms, for_ms)]
     }
 }

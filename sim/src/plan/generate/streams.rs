@@ -77,6 +77,8 @@ streams! {
     Disguise = 0x6469_7367_7569_7365,
     /// The shapes of the secret echoes in the servers' scripted texts ("echoes").
     Echoes = 0x6563_686f_6573,
+    /// The users' cancels asked again once the cancel work has mostly ended ("laterpts").
+    LateRepeats = 0x6c61_7465_7270_7473,
     /// Whether retention runs ("retentio").
     Retention = 0x7265_7465_6e74_696f,
     /// Not a plan stream: the `mcp` host's draws as the world runs, the random tags in the

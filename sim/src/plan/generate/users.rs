@@ -69,6 +69,33 @@ pub(super) fn reactions(
     out.extend(answers(&mut Stream::Answers.rng(seed), tasks, owners));
     out.extend(several_questions(&mut Stream::Questions.rng(seed), tasks));
     out.extend(cancel_styles(&mut Stream::CancelStyles.rng(seed), tasks));
+    out.extend(late_repeats(&mut Stream::LateRepeats.rng(seed), actions));
+    out
+}
+
+/// On seven seeds in ten, each of the users' first cancels is asked again 8 to 40 s later, by
+/// id or by name: by then the cancel work has often ended (acknowledged, answered with a
+/// terminal snapshot, or dead-lettered), and a repeat must change nothing — no cancel call, no
+/// pause in polling.
+fn late_repeats(rng: &mut ChaCha8Rng, actions: &[UserAction]) -> Vec<UserAction> {
+    if !rng.random_bool(0.7) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for a in actions {
+        if let UserAction::Cancel { task, at_ms, .. } = *a {
+            let later = at_ms + rng.random_range(8_000..40_000);
+            if later < LAST_MS {
+                out.push(UserAction::Cancel {
+                    task,
+                    at_ms: later,
+                    repeats: rng.random_range(0..=1),
+                    concurrent: false,
+                    by_name: rng.random_bool(0.5),
+                });
+            }
+        }
+    }
     out
 }
 
