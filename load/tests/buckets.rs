@@ -7,7 +7,7 @@
 //! when the runs do not deliver every row.
 
 use tasklatch_load::bench::buckets::{run, BucketsConfig};
-use tasklatch_pg::harness::{LocalCluster, Server, ServerSource};
+use tasklatch_pg::harness::LocalCluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement (minutes); figures in reports/scale-out.md"]
@@ -15,10 +15,7 @@ async fn sixteen_bucket_schemas_against_one() {
     let cluster = LocalCluster::start().unwrap_or_else(|e| {
         panic!("cannot start a throwaway cluster (PostgreSQL server binaries needed): {e}")
     });
-    let server = Server {
-        admin_url: cluster.url(),
-        source: ServerSource::Throwaway,
-    };
+    let server = cluster.server();
     let mut config = BucketsConfig::default();
     if let Ok(w) = std::env::var("BUCKETS_WORKERS") {
         config.workers = w

@@ -12,7 +12,7 @@
 use std::time::Instant;
 use tasklatch_load::stress::{run, StressConfig};
 use tasklatch_pg::harness::pgbouncer::{Pgbouncer, PoolMode};
-use tasklatch_pg::harness::{with_database, LocalCluster, Server, ServerSource, TestDb};
+use tasklatch_pg::harness::{with_database, LocalCluster, TestDb};
 
 /// The worker's default session, on the database: what every pooled connection must get.
 const SESSION: [&str; 3] = [
@@ -22,11 +22,7 @@ const SESSION: [&str; 3] = [
 ];
 
 async fn database_with_session(cluster: &LocalCluster) -> TestDb {
-    let server = Server {
-        admin_url: cluster.url(),
-        source: ServerSource::Throwaway,
-    };
-    let db = TestDb::create_on(server)
+    let db = TestDb::create_on(cluster.server())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     for setting in SESSION {

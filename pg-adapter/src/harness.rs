@@ -136,10 +136,7 @@ async fn find_server() -> Result<Server, String> {
                 .ok_or_else(|| "throwaway cluster vanished".to_owned())?
         }
     };
-    Ok(Server {
-        admin_url: cluster.url(),
-        source: ServerSource::Throwaway,
-    })
+    Ok(cluster.server())
 }
 
 /// The server test databases are created on (chosen once per process, see the module docs).
@@ -536,6 +533,14 @@ impl LocalCluster {
             ],
         ))
         .map(|_| ())
+    }
+
+    /// This cluster as a [`Server`] test databases can be created on.
+    pub fn server(&self) -> Server {
+        Server {
+            admin_url: self.url(),
+            source: ServerSource::Throwaway,
+        }
     }
 
     /// The admin URL (database `postgres`, user `postgres`).

@@ -21,7 +21,7 @@ use sqlx::{Connection, PgConnection};
 use std::str::FromStr;
 use std::time::Duration;
 use tasklatch_pg::harness::pgbouncer::{Pgbouncer, PoolMode};
-use tasklatch_pg::harness::{LocalCluster, Server, ServerSource, TestDb};
+use tasklatch_pg::harness::{LocalCluster, TestDb};
 use tasklatch_pg::{open_checked, SessionSettings};
 use tasklatch_worker::run::connect;
 use tasklatch_worker::StartError;
@@ -37,11 +37,7 @@ fn cluster() -> LocalCluster {
 
 /// A migrated database on `cluster` holding a host application's `public.tasks` with one row.
 async fn database(cluster: &LocalCluster) -> TestDb {
-    let server = Server {
-        admin_url: cluster.url(),
-        source: ServerSource::Throwaway,
-    };
-    let db = TestDb::create_on(server)
+    let db = TestDb::create_on(cluster.server())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     run(

@@ -12,7 +12,7 @@
 //! connection's schema. Each side runs twice, in the order one, K, K, one; the report has the
 //! events per second and the claim latencies (p50, p99) of each run.
 
-use super::{claim_req, wall_clock, BenchError};
+use super::{claim_req, succeeded, wall_clock, BenchError};
 use crate::bulk::{insert_rows, Mix};
 use crate::clock::ScaledClock;
 use sqlx::postgres::PgConnectOptions;
@@ -21,8 +21,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::ports::Clock;
-use tasklatch_core::store::{NotifyWrite, Store};
-use tasklatch_core::transitions::outbox::NotifyAction;
+use tasklatch_core::store::Store;
 use tasklatch_pg::harness::{with_database, Server, TestDb};
 use tasklatch_pg::{connect_with, migrator, PgStore, SchemaName, SessionSettings};
 
@@ -283,15 +282,7 @@ async fn worker(
             continue;
         }
         empty_in_a_row = 0;
-        let writes: Vec<NotifyWrite> = claimed
-            .iter()
-            .map(|c| NotifyWrite {
-                task_id: c.row.id().clone(),
-                lease: c.lease.clone(),
-                dispatch_version: c.row.outbox.dispatch_version,
-                action: NotifyAction::RunSucceeded,
-            })
-            .collect();
+        let writes = succeeded(&claimed);
         if let Ok(out) = store.finish_notifications(writes, clock.now()).await {
             done += out.iter().filter(|o| o.is_ok()).count() as u64;
         }

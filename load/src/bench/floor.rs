@@ -2,15 +2,14 @@
 //! again, then W workers do nothing but the notification claim and the completing write.
 
 use super::server::settled_counts;
-use super::{claim_req, BenchConfig, BenchError, BenchReport, PhaseWrites, Rig};
+use super::{claim_req, succeeded, BenchConfig, BenchError, BenchReport, PhaseWrites, Rig};
 use crate::clock::ScaledClock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tasklatch_core::lease::LeaseKind;
 use tasklatch_core::ports::Clock;
-use tasklatch_core::store::{NotifyWrite, Store};
-use tasklatch_core::transitions::outbox::NotifyAction;
+use tasklatch_core::store::Store;
 use tasklatch_pg::PgStore;
 
 /// Every end-to-end row gets a new version to deliver, due at `$1`.
@@ -78,15 +77,7 @@ async fn claim_and_complete(
         if claimed.is_empty() {
             return;
         }
-        let writes: Vec<NotifyWrite> = claimed
-            .iter()
-            .map(|c| NotifyWrite {
-                task_id: c.row.id().clone(),
-                lease: c.lease.clone(),
-                dispatch_version: c.row.outbox.dispatch_version,
-                action: NotifyAction::RunSucceeded,
-            })
-            .collect();
+        let writes = succeeded(&claimed);
         if let Ok(out) = store.finish_notifications(writes, clock.now()).await {
             done.fetch_add(
                 out.iter().filter(|o| o.is_ok()).count() as u64,

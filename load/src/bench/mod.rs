@@ -35,8 +35,9 @@ use crate::clock::ScaledClock;
 use sqlx::PgPool;
 use std::time::{Duration, Instant};
 use tasklatch_core::policy::Policy;
-use tasklatch_core::store::ClaimRequest;
+use tasklatch_core::store::{ClaimRequest, Claimed, NotifyWrite};
 use tasklatch_core::time::Timestamp;
+use tasklatch_core::transitions::outbox::NotifyAction;
 use tasklatch_pg::harness::{self, HarnessError, Server, ServerSource, TestDb};
 use tasklatch_pg::{connect_named, Coalescing, PgLedger, PgStore};
 
@@ -138,6 +139,20 @@ fn claim_req(worker: usize, now: Timestamp, limit: usize) -> ClaimRequest {
         lease_for: Duration::from_secs(30),
         limit,
     }
+}
+
+/// The notification writes that end every claimed row's run as a success (the bench's stand-in
+/// for a delivered run).
+fn succeeded(claimed: &[Claimed]) -> Vec<NotifyWrite> {
+    claimed
+        .iter()
+        .map(|c| NotifyWrite {
+            task_id: c.row.id().clone(),
+            lease: c.lease.clone(),
+            dispatch_version: c.row.outbox.dispatch_version,
+            action: NotifyAction::RunSucceeded,
+        })
+        .collect()
 }
 
 /// What every part of the bench works with: the database, its pools, the clock, the store and

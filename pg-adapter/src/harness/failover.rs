@@ -33,16 +33,7 @@ impl LocalCluster {
     /// can clear it) and the standby is attached as `sync`; otherwise it is `async`. Waits up to
     /// 60 s for the attach. Fails with what went wrong.
     pub async fn failover_pair(synchronous: bool) -> Result<(LocalCluster, LocalCluster), String> {
-        let primary = LocalCluster::start_with(FAILOVER_SETTINGS).map_err(|e| {
-            format!("cannot start a throwaway primary (PostgreSQL server binaries needed): {e}")
-        })?;
-        let pool = crate::connect(&primary.url(), 2)
-            .await
-            .map_err(|e| e.to_string())?;
-        crate::migrate(&pool, &crate::SchemaName::default())
-            .await
-            .map_err(|e| e.to_string())?;
-        pool.close().await;
+        let primary = LocalCluster::migrated_primary(FAILOVER_SETTINGS).await?;
         primary.alter_system("wal_log_hints", "on").await?;
         primary.alter_system("wal_keep_size", "1GB").await?;
         let standby = LocalCluster::standby_of(&primary, FAILOVER_SETTINGS)

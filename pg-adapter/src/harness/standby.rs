@@ -59,11 +59,10 @@ impl LocalCluster {
         .map(|_| ())
     }
 
-    /// A migrated throwaway primary (default schema) and its asynchronous streaming standby,
-    /// made after the migration so it has the schema; waits up to 60 s for it to attach. Fails
-    /// with what went wrong (server binaries or `pg_basebackup` missing, no attach).
-    pub async fn migrated_primary_and_standby() -> Result<(LocalCluster, LocalCluster), String> {
-        let primary = LocalCluster::start().map_err(|e| {
+    /// A throwaway primary started with `settings` and migrated (default schema `tasklatch`,
+    /// database `postgres`). Fails with what went wrong (server binaries missing, migration).
+    pub async fn migrated_primary(settings: &[(&str, &str)]) -> Result<LocalCluster, String> {
+        let primary = LocalCluster::start_with(settings).map_err(|e| {
             format!("cannot start a throwaway primary (PostgreSQL server binaries needed): {e}")
         })?;
         let pool = crate::connect(&primary.url(), 2)
@@ -73,6 +72,14 @@ impl LocalCluster {
             .await
             .map_err(|e| e.to_string())?;
         pool.close().await;
+        Ok(primary)
+    }
+
+    /// A migrated throwaway primary (default schema) and its asynchronous streaming standby,
+    /// made after the migration so it has the schema; waits up to 60 s for it to attach. Fails
+    /// with what went wrong (server binaries or `pg_basebackup` missing, no attach).
+    pub async fn migrated_primary_and_standby() -> Result<(LocalCluster, LocalCluster), String> {
+        let primary = LocalCluster::migrated_primary(&[]).await?;
         let standby = LocalCluster::standby_of(&primary, &[])
             .map_err(|e| format!("cannot make a standby with pg_basebackup: {e}"))?;
         primary
