@@ -14,6 +14,8 @@
 //!   `/metrics` is scraped; [`logging`]: `tracing` with `RUST_LOG` and text or JSON lines.
 //! - [`api`]: submit, list, detail and cancel, scoped to (owner, thread), with an OpenAPI
 //!   document generated from the code; health and readiness.
+//! - [`agent_tools`]: the same calls as MCP tools at `/mcp`, for the agent itself, with the
+//!   thread taken from the runtime's header (off unless configured).
 //! - [`peers`]: whether the Agent Server and each MCP server answered the last contact (the
 //!   driver and launcher wrapped to record it; the background assistant check), shown in
 //!   `/readyz`'s body and the `tasklatch_peer_*` metrics.
@@ -31,6 +33,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod agent_tools;
 pub mod api;
 pub mod backlog;
 pub mod build_info;

@@ -16,7 +16,8 @@
 //! | `tasklatch_unavailable_answers_total{step,server}` | calls a peer left unanswered (unreachable, timed out, 408/429/5xx), waited out and never counted as failures: `launch`, `lookup` (`server="agent_server"`), `cancel` (`server` the MCP server's id) |
 //! | `tasklatch_poll_failures_total{server}` | polls that failed, by MCP server id (unanswered, malformed or refused) |
 //! | `tasklatch_cancel_failures_total{server}` | remote cancels the MCP server refused (counted failures), by server id |
-//! | `tasklatch_tasks_submitted_total` | tasks accepted through the API |
+//! | `tasklatch_tasks_submitted_total` | tasks accepted through the API (agent tools' starts included) |
+//! | `tasklatch_mcp_tool_calls_total{tool,outcome}` | agent tool calls at `/mcp` ([`crate::agent_tools`]): `tool` one of the five tool names or `unknown`; `outcome` `ok`, `refused` (the call's own fault: no thread, not found, invalid, conflict, or a tool read-only mode hides) or `error` (the store, the Agent Server or the remote server failed) |
 //! | `tasklatch_pass_duration_seconds{loop}` | histogram of one loop's pass, claim to last write |
 //! | `tasklatch_notification_latency_seconds` | histogram: notification due → run started (see [`crate::metered`]) |
 //! | `tasklatch_passes_total` | engine passes, all lanes |
@@ -140,6 +141,36 @@ pub struct BuildLabel {
     commit: &'static str,
 }
 
+/// An agent tool and how its call ended.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ToolCallLabel {
+    tool: &'static str,
+    outcome: &'static str,
+}
+
+/// How an agent tool call ended.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ToolOutcome {
+    /// It did what was asked.
+    Ok,
+    /// It was refused for its own sake: no thread, not found, invalid, conflict, hidden tool.
+    Refused,
+    /// A peer or the store failed.
+    Error,
+}
+
+impl ToolOutcome {
+    const ALL: [ToolOutcome; 3] = [ToolOutcome::Ok, ToolOutcome::Refused, ToolOutcome::Error];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            ToolOutcome::Ok => "ok",
+            ToolOutcome::Refused => "refused",
+            ToolOutcome::Error => "error",
+        }
+    }
+}
+
 /// Why a dead letter was written.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum DeadLetter {
@@ -194,6 +225,7 @@ pub struct Metrics {
     poll_failures: Family<ServerLabel, Counter>,
     cancel_failures: Family<ServerLabel, Counter>,
     submitted: Counter,
+    tool_calls: Family<ToolCallLabel, Counter>,
     pass_seconds: Family<LoopLabel, Histogram, fn() -> Histogram>,
     notification_latency: Histogram,
     passes: Counter,
@@ -241,6 +273,7 @@ impl Metrics {
             poll_failures: Family::default(),
             cancel_failures: Family::default(),
             submitted: Counter::default(),
+            tool_calls: Family::default(),
             pass_seconds: Family::new_with_constructor(latency_histogram),
             notification_latency: latency_histogram(),
             passes: Counter::default(),
@@ -481,6 +514,11 @@ impl Metrics {
             "Tasks accepted through the API",
             self.submitted.clone(),
         );
+        r.register(
+            "mcp_tool_calls",
+            "Agent tool calls at /mcp, by tool and outcome",
+            self.tool_calls.clone(),
+        );
         r.register("passes", "Engine passes", self.passes.clone());
         r.register(
             "wakeups",
@@ -677,6 +715,27 @@ impl Metrics {
     /// A task was accepted through the API.
     pub fn submitted(&self) {
         self.submitted.inc();
+    }
+
+    /// Creates at 0 the series of every outcome of each agent tool in `tools`, so that a rate
+    /// over them is defined before the first call.
+    pub fn agent_tools(&self, tools: &[&'static str]) {
+        for &tool in tools {
+            for outcome in ToolOutcome::ALL {
+                let outcome = outcome.as_str();
+                let _ = self
+                    .tool_calls
+                    .get_or_create(&ToolCallLabel { tool, outcome });
+            }
+        }
+    }
+
+    /// A call of agent tool `tool` (a tool's name, or `unknown`) ended with `outcome`.
+    pub fn tool_called(&self, tool: &'static str, outcome: ToolOutcome) {
+        let outcome = outcome.as_str();
+        self.tool_calls
+            .get_or_create(&ToolCallLabel { tool, outcome })
+            .inc();
     }
 
     /// Loop `kind`'s pass took `took`.
@@ -902,6 +961,24 @@ mod tests {
             "tasklatch_backlog_dead_letters{kind=\"cancel\",reason=\"budget\"} 0",
             "tasklatch_backlog_dead_letters{kind=\"cancel\",reason=\"unavailable\"} 9",
             "tasklatch_backlog_refreshed_timestamp_seconds 1700000100.25",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn agent_tool_calls_are_counted_by_tool_and_outcome() {
+        let m = Metrics::new();
+        assert!(!m.render().contains("tool=\"get_background_task\""));
+        m.agent_tools(&["get_background_task"]);
+        m.tool_called("get_background_task", ToolOutcome::Refused);
+        m.tool_called("unknown", ToolOutcome::Refused);
+        let text = m.render();
+        for line in [
+            "tasklatch_mcp_tool_calls_total{tool=\"get_background_task\",outcome=\"ok\"} 0",
+            "tasklatch_mcp_tool_calls_total{tool=\"get_background_task\",outcome=\"refused\"} 1",
+            "tasklatch_mcp_tool_calls_total{tool=\"get_background_task\",outcome=\"error\"} 0",
+            "tasklatch_mcp_tool_calls_total{tool=\"unknown\",outcome=\"refused\"} 1",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }

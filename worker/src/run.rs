@@ -162,11 +162,17 @@ pub async fn check_replication(
 
 /// The start-up line: what runs (version, commit), on what (database host and port, schema
 /// and migrations), against whom (the MCP servers' ids, the Agent Server's URL and assistant)
-/// and how (lanes, listen address, wake-ups). Never a credential: the database password,
-/// header values and tokens stay out; the URLs in the configuration hold none (checked).
+/// and how (lanes, listen address, wake-ups, the agent tools: `off`, `read_only` or `on`).
+/// Never a credential: the database password, header values and tokens stay out; the URLs in
+/// the configuration hold none (checked).
 fn log_started(settings: &Settings, lanes: usize) {
     let db = &settings.database;
     let servers: Vec<&str> = settings.mcp.servers.keys().map(String::as_str).collect();
+    let agent_tools = match &settings.agent_tools {
+        None => "off",
+        Some(t) if t.read_only => "read_only",
+        Some(_) => "on",
+    };
     let database = match db.hosts.as_slice() {
         [] => format!("{}:{}", db.options.get_host(), db.options.get_port()),
         hosts => format!("primary of {}", tasklatch_pg::list_text(hosts)),
@@ -183,6 +189,7 @@ fn log_started(settings: &Settings, lanes: usize) {
         lanes,
         listen = %settings.listen,
         wakeups = settings.wakeups,
+        agent_tools,
         "worker started"
     );
 }
@@ -420,6 +427,7 @@ fn app_state(
         health: health.clone(),
         backlog: Some(Arc::new(backlog)),
         openapi: openapi::document(settings.mcp.servers.keys().map(String::as_str)).into(),
+        agent_tools: settings.agent_tools.clone().map(Arc::new),
     })
 }
 

@@ -15,6 +15,10 @@ fn the_example_file_loads() {
     assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
     assert!(matches!(&s.auth, Auth::Tokens(t) if t.len() == 1));
     assert_eq!(s.mcp.servers.len(), 1);
+    assert!(
+        s.agent_tools.is_none(),
+        "the agent tools are off unless enabled"
+    );
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tasklatch.example.toml");
     let missing = load(&path, &|_| None)
         .err()

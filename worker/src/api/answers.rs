@@ -11,9 +11,10 @@ use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
+use tasklatch_core::ids::TaskId;
 use tasklatch_core::policy::MAX_ANSWER_BYTES;
 use tasklatch_core::secret::Secret;
-use tasklatch_core::store::{AnswerOutcome, AnswerRequest, StoreError};
+use tasklatch_core::store::{AnswerOutcome, AnswerRequest, Scope, StoreError};
 use tasklatch_core::transitions::answer::valid_request_id;
 
 /// Answer a question of an `input_required` task.
@@ -47,6 +48,19 @@ pub async fn answer<T: TaskService>(
 ) -> Result<Json<Answered>, ApiError> {
     let (scope, id) = scoped_task(caller, path)?;
     let Json(body) = body?;
+    answer_task(&st, &scope, id, body).await.map(Json)
+}
+
+/// The answer behind `POST /v1/threads/{thread}/tasks/{task}/answer` and the agent tools:
+/// checks `body`, then records it for the scope's task `id` (never logged, never shown
+/// again). Another owner's or thread's task is "not found"; an answered question or one
+/// another answer waits before is 409; a question the task does not ask now is 422.
+pub(crate) async fn answer_task<T: TaskService>(
+    st: &AppState<T>,
+    scope: &Scope,
+    id: TaskId,
+    body: AnswerBody,
+) -> Result<Answered, ApiError> {
     if !valid_request_id(&body.request_id) {
         return Err(ApiError::invalid(
             "request_id must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -",
@@ -63,7 +77,7 @@ pub async fn answer<T: TaskService>(
         request_id: body.request_id,
         text: Secret::new(text),
     };
-    let outcome = st.tasks.answer(&scope, req).await.map_err(|e| match e {
+    let outcome = st.tasks.answer(scope, req).await.map_err(|e| match e {
         // Every rule of ours is checked above; the store's text (constraint names, SQLSTATEs)
         // stays in the log.
         StoreError::Invalid(m) => {
@@ -77,10 +91,10 @@ pub async fn answer<T: TaskService>(
     match outcome {
         AnswerOutcome::Recorded(task) => {
             tracing::info!(task = %task, "answer recorded");
-            Ok(Json(Answered {
+            Ok(Answered {
                 task_id: task.0,
                 result: AnswerResult::Recorded,
-            }))
+            })
         }
         AnswerOutcome::AlreadyAnswered(_) => Err(ApiError::new(
             StatusCode::CONFLICT,

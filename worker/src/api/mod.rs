@@ -8,6 +8,7 @@
 //! | POST | `/v1/threads/{thread}/tasks/{task}/cancel` | cancel by id |
 //! | POST | `/v1/threads/{thread}/cancel` | cancel by name (`{"name": …}`) |
 //! | GET | `/openapi.json`, `/metrics`, `/healthz`, `/readyz` | no authentication |
+//! | POST | `/mcp` | the agent tools over MCP, when switched on ([`crate::agent_tools`]) |
 //!
 //! At most `http.max_in_flight` requests are served at once; one more is 503 at once.
 //!
@@ -17,20 +18,21 @@
 //! records as the caller's ([`threads`]); any other thread is the same 404. Bodies are bounded (`http.max_body_bytes`); malformed input
 //! is 400/413/415/422 with a JSON message; a store failure is 503 — never a 500.
 
-mod answers;
+pub(crate) mod answers;
 pub mod auth;
 mod error;
 pub mod health;
 pub mod openapi;
 pub mod shapes;
 mod shed;
-mod tasks;
+pub(crate) mod tasks;
 pub mod threads;
 
 pub use error::{ApiError, ErrorBody};
 
+use crate::agent_tools;
 use crate::backlog::BacklogGauges;
-use crate::config::Auth;
+use crate::config::{AgentTools, Auth};
 use crate::metrics::Metrics;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
@@ -168,6 +170,8 @@ pub struct AppState<T> {
     pub backlog: Option<Arc<BacklogGauges>>,
     /// The OpenAPI document, rendered once.
     pub openapi: Arc<str>,
+    /// The agent tools served at `/mcp`; `None`: no `/mcp`.
+    pub agent_tools: Option<Arc<AgentTools>>,
 }
 
 impl<T> Clone for AppState<T> {
@@ -182,18 +186,24 @@ impl<T> Clone for AppState<T> {
             health: self.health.clone(),
             backlog: self.backlog.clone(),
             openapi: self.openapi.clone(),
+            agent_tools: self.agent_tools.clone(),
         }
     }
 }
 
-/// The whole API, with request bodies limited to `max_body_bytes` and at most `max_in_flight`
-/// requests served at once (more are answered 503 at once: module `shed`).
+/// The whole API (with `/mcp` when `state.agent_tools` is set), with request bodies limited
+/// to `max_body_bytes` and at most `max_in_flight` requests served at once (more are answered
+/// 503 at once: module `shed`).
 pub fn router<T: TaskService>(
     state: AppState<T>,
     max_body_bytes: usize,
     max_in_flight: usize,
 ) -> Router {
     let in_flight = Arc::new(Semaphore::new(max_in_flight));
+    let tools = match state.agent_tools.clone() {
+        Some(config) => agent_tools::route(&state, config, max_body_bytes),
+        None => Router::new(),
+    };
     Router::new()
         .route(
             "/v1/threads/{thread}/tasks",
@@ -216,6 +226,7 @@ pub fn router<T: TaskService>(
         .route("/metrics", get(health::metrics::<T>))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz::<T>))
+        .merge(tools)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))

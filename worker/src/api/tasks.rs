@@ -108,13 +108,26 @@ pub async fn submit<T: TaskService>(
 ) -> Result<(StatusCode, Json<Submitted>), ApiError> {
     let scope = scope_of(caller, path, invalid_thread)?;
     let Json(body) = body?;
-    let cmd = command(&st, scope, body)?;
+    let submitted = submit_task(&st, scope, body).await?;
+    Ok((StatusCode::CREATED, Json(submitted)))
+}
+
+/// The submit behind `POST /v1/threads/{thread}/tasks` and the agent tools: checks `body`,
+/// then the thread's ownership ([`check_submit_thread`]: another owner's thread is "not
+/// found" and nothing starts), then starts and persists the task (the engine's submit, run to
+/// its end whatever happens to the caller). Errors are the API's answers.
+pub(crate) async fn submit_task<T: TaskService>(
+    st: &AppState<T>,
+    scope: Scope,
+    body: SubmitBody,
+) -> Result<Submitted, ApiError> {
+    let cmd = command(st, scope, body)?;
     check_submit_thread(st.threads.as_ref(), &cmd.scope).await?;
     let (server, tool) = (cmd.server.clone(), cmd.tool.clone());
-    let id = detached_submit(&st, cmd).await?;
+    let id = detached_submit(st, cmd).await?;
     st.metrics.submitted();
     tracing::info!(task = %id, server = %server, tool = %tool, "task submitted");
-    Ok((StatusCode::CREATED, Json(Submitted { task_id: id.0 })))
+    Ok(Submitted { task_id: id.0 })
 }
 
 /// Runs the engine's submit in a task of its own, so a client that disconnects (dropping the
@@ -228,20 +241,31 @@ pub async fn list<T: TaskService>(
 ) -> Result<Json<TaskList>, ApiError> {
     let scope = scope_of(caller, path, ApiError::not_found)?;
     let Query(query) = query?;
-    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    list_tasks(&st, &scope, query.limit).await.map(Json)
+}
+
+/// The listing behind `GET /v1/threads/{thread}/tasks` and the agent tools: the scope's
+/// tasks, newest first, at most `limit` (default 20; outside 1 to 100 is 422), each as its 7
+/// public fields.
+pub(crate) async fn list_tasks<T: TaskService>(
+    st: &AppState<T>,
+    scope: &Scope,
+    limit: Option<usize>,
+) -> Result<TaskList, ApiError> {
+    let limit = limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::invalid(format!("limit must be 1 to {MAX_LIMIT}")));
     }
     let rows = st
         .tasks
-        .rows(&scope, limit)
+        .rows(scope, limit)
         .await
         .map_err(|_| ApiError::unavailable())?;
     let tasks = rows
         .iter()
         .map(|r| Task::from(PublicTask::from_row(r)))
         .collect();
-    Ok(Json(TaskList { tasks }))
+    Ok(TaskList { tasks })
 }
 
 /// One task's detail.
@@ -268,13 +292,23 @@ pub async fn detail<T: TaskService>(
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<TaskDetailBody>, ApiError> {
     let (scope, id) = scoped_task(caller, path)?;
+    task_detail(&st, &scope, &id).await.map(Json)
+}
+
+/// The detail behind `GET /v1/threads/{thread}/tasks/{task}` and the agent tools: the
+/// whitelisted detail of one task of the scope; any other task is "not found".
+pub(crate) async fn task_detail<T: TaskService>(
+    st: &AppState<T>,
+    scope: &Scope,
+    id: &TaskId,
+) -> Result<TaskDetailBody, ApiError> {
     let row = st
         .tasks
-        .row(&scope, &id)
+        .row(scope, id)
         .await
         .map_err(|_| ApiError::unavailable())?;
     let row = row.ok_or_else(ApiError::not_found)?;
-    Ok(Json(TaskDetail::from_row(&row).into()))
+    Ok(TaskDetail::from_row(&row).into())
 }
 
 /// Cancel a task by id.
@@ -301,7 +335,7 @@ pub async fn cancel_by_id<T: TaskService>(
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<Json<Cancelled>, ApiError> {
     let (scope, id) = scoped_task(caller, path)?;
-    cancel(&st, &scope, &CancelTarget::Id(id)).await
+    cancel(&st, &scope, &CancelTarget::Id(id)).await.map(Json)
 }
 
 /// Cancel the caller's active task with this name in the thread.
@@ -332,17 +366,27 @@ pub async fn cancel_by_name<T: TaskService>(
 ) -> Result<Json<Cancelled>, ApiError> {
     let scope = scope_of(caller, path, ApiError::not_found)?;
     let Json(body) = body?;
-    if body.name.is_empty() || body.name.chars().count() > MAX_NAME || body.name.contains('\0') {
-        return Err(ApiError::not_found());
-    }
-    cancel(&st, &scope, &CancelTarget::Name(body.name)).await
+    cancel(&st, &scope, &name_target(body.name)?)
+        .await
+        .map(Json)
 }
 
-async fn cancel<T: TaskService>(
+/// A cancel by `name`: a name no task can have is "not found" at once.
+pub(crate) fn name_target(name: String) -> Result<CancelTarget, ApiError> {
+    if name.is_empty() || name.chars().count() > MAX_NAME || name.contains('\0') {
+        return Err(ApiError::not_found());
+    }
+    Ok(CancelTarget::Name(name))
+}
+
+/// The cancel behind both cancel calls and the agent tools: records the request for the
+/// scope's task `target` names; not found (another owner's or thread's task included) is
+/// 404, a name several active tasks share is 409.
+pub(crate) async fn cancel<T: TaskService>(
     st: &AppState<T>,
     scope: &Scope,
     target: &CancelTarget,
-) -> Result<Json<Cancelled>, ApiError> {
+) -> Result<Cancelled, ApiError> {
     let outcome = st
         .tasks
         .cancel(scope, target)
@@ -354,7 +398,5 @@ async fn cancel<T: TaskService>(
             format!("{n} active tasks have that name; cancel by id"),
         ));
     }
-    Cancelled::of(outcome)
-        .map(Json)
-        .ok_or_else(ApiError::not_found)
+    Cancelled::of(outcome).ok_or_else(ApiError::not_found)
 }

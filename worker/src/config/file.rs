@@ -32,6 +32,37 @@ pub struct FileConfig {
     pub servers: BTreeMap<String, ServerConfig>,
     /// The Agent Server that runs the notifications.
     pub agent_server: AgentServerConfig,
+    /// The agent tools over MCP at `/mcp` (off unless enabled).
+    #[serde(default)]
+    pub agent_tools: AgentToolsSection,
+}
+
+/// `[agent_tools]`: the MCP server at `/mcp` through which an agent lists, reads, cancels,
+/// answers and starts its background tasks (`crate::agent_tools`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentToolsSection {
+    /// Serve `/mcp` (default false).
+    pub enabled: bool,
+    /// The request header the agent runtime sets on every call with the thread of the run
+    /// the call is made in; the tools take the thread from it and from nowhere else.
+    pub thread_header: String,
+    /// Serve only the reading tools (list and get).
+    pub read_only: bool,
+    /// `Host` values (`name` or `name:port`) accepted at `/mcp` besides the loopback names
+    /// and the address of `http.listen`: the names the agent runtime reaches the worker by.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for AgentToolsSection {
+    fn default() -> Self {
+        AgentToolsSection {
+            enabled: false,
+            thread_header: "x-tasklatch-thread".into(),
+            read_only: false,
+            allowed_hosts: Vec::new(),
+        }
+    }
 }
 
 /// `[database]`.

@@ -6,6 +6,7 @@
 //! `max_clock_skew` plus any MCP request timeout too), a pool
 //! too small for the lanes, an empty or malformed token list. Errors name the field.
 
+use super::agent_tools::AgentTools;
 use super::file::{AuthMode, EngineSection, FileConfig, LoopsSection, RetentionSection};
 use super::load::ConfigError;
 use crate::retention::Retention;
@@ -94,6 +95,8 @@ pub struct Settings {
     pub mcp: McpConfig,
     /// The Agent Server (validated, and fits the policy).
     pub agent_server: AgentServerConfig,
+    /// The agent tools at `/mcp`; `None` when not served.
+    pub agent_tools: Option<AgentTools>,
 }
 
 impl Settings {
@@ -125,6 +128,8 @@ impl Settings {
         let retention = retention_of(&file.retention)?;
         let mcp = mcp_of(&file, &policy)?;
         agent_server_fits(&file.agent_server, &policy)?;
+        let auth = auth_of(&file)?;
+        let agent_tools = AgentTools::check(&file.agent_tools, listen, &auth)?;
         Ok(Settings {
             database,
             lanes,
@@ -135,9 +140,10 @@ impl Settings {
             max_body_bytes,
             max_in_flight,
             retention,
-            auth: auth_of(&file)?,
+            auth,
             mcp,
             agent_server: file.agent_server,
+            agent_tools,
         })
     }
 }

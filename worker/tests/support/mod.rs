@@ -116,7 +116,8 @@ pub fn lazy_pool(url: &str, acquire_timeout: Option<Duration>) -> PgPool {
 
 /// The router's state: `tasks` behind it, ids seeded with `seed`, `auth`, the configured
 /// `servers` (also those of the OpenAPI document), `threads` for ownership, fresh metrics,
-/// readiness over `pool` with no lane heartbeats, and no backlog gauges refresher.
+/// readiness over `pool` with no lane heartbeats, no backlog gauges refresher and no agent
+/// tools.
 pub fn app_state<T>(
     tasks: Arc<T>,
     seed: u64,
@@ -140,6 +141,7 @@ pub fn app_state<T>(
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
         backlog: None,
         openapi: openapi::document(servers.iter().copied()).into(),
+        agent_tools: None,
     }
 }
 
