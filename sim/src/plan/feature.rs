@@ -129,6 +129,9 @@ marks! {
         /// A thread's runs were listed while one key had two runs (LangGraph mode only: the
         /// in-memory campaign's ledger never makes two).
         TwoRunsOneKey = "two_runs_one_key", rare;
+        /// Retention ran while a dead letter older than a finished row's retention age was
+        /// kept, and an operator requeued it.
+        RetentionMetFreshDeadLetter = "retention_met_fresh_dead_letter";
     }
 }
 

@@ -4,11 +4,12 @@
 //! when a mark not marked rare is hit by no seed of 0..200.
 
 pub mod confirmed_runs;
+pub mod fresh_dead_letters;
 pub mod interleavings;
 pub mod spent_budget;
 
 use crate::history::{Entry, Seen};
-use crate::plan::{Feature, Plan};
+use crate::plan::{Feature, Plan, WorkloadMark};
 use std::collections::BTreeSet;
 
 /// Every mark that took effect in a run.
@@ -32,5 +33,8 @@ pub fn fired(plan: &Plan, entries: &[Entry]) -> BTreeSet<Feature> {
             .into_iter()
             .map(Feature::from),
     );
+    if fresh_dead_letters::retention_met_fresh_dead_letter(entries) {
+        marks.insert(WorkloadMark::RetentionMetFreshDeadLetter.into());
+    }
     marks
 }

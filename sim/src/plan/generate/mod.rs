@@ -2,13 +2,16 @@
 //! draws the workload and the timed faults. Same seed, same plan.
 //!
 //! [`generate`] draws the parts in order — `swarm`, `workload`, `users`, `faults`,
-//! `scenarios` — each part taking what it reads of the parts before as parameters. Every
+//! `scenarios` (with `fresh_dead_letter`), then `quiet`, which drops faults around a long
+//! outage — each part taking what it reads of the parts before as parameters. Every
 //! draw comes from one of the seed's [`Stream`]s: the swarm stream (the seed itself) draws the
 //! swarm, the tasks, the users' first actions and the families' faults, in that order; every
 //! pass added since draws from a stream of its own, so that adding one leaves every other draw
 //! of every seed as it was.
 
 mod faults;
+mod fresh_dead_letter;
+mod quiet;
 mod scenarios;
 mod streams;
 mod swarm;
@@ -58,14 +61,17 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     let scenarios = Scenarios::draw(seed, &mut tasks, swarm.workers);
     workload::hostile_texts(seed, &mut tasks);
     user.extend(scenarios.user);
+    let chaos_ms = timed.chaos_ms;
+    let mut faults = by_start(families, timed, scenarios.held_polls, scenarios.task_faults);
+    quiet::quiet_long_outage(&mut Stream::QuietOutage.rng(seed), &mut faults);
     let plan = Plan {
         seed,
         workers: swarm.workers,
         lanes: swarm.lanes,
-        chaos_ms: timed.chaos_ms,
+        chaos_ms,
         tasks,
         user,
-        faults: by_start(families, timed, scenarios.held_poll, scenarios.task_faults),
+        faults,
         gateway: knobs.gateway,
         retention: scenarios.retention,
     };
@@ -79,13 +85,13 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
 fn by_start(
     families: Vec<Fault>,
     timed: Timed,
-    held_poll: Option<Fault>,
+    held_polls: Vec<Fault>,
     task_faults: Vec<Fault>,
 ) -> Vec<Fault> {
     let mut faults: Vec<Fault> = families
         .into_iter()
         .chain(timed.big_skew)
-        .chain(held_poll)
+        .chain(held_polls)
         .chain(timed.answer_pauses)
         .chain(timed.restarts)
         .chain(task_faults)

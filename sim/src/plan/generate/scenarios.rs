@@ -1,8 +1,9 @@
-//! Targeted scenarios, each on a stream of its own: a poll held while its task's cancel ends,
+//! Targeted scenarios, each on a stream of its own: polls held while their tasks' cancels end,
 //! one task's shard going down, a doomed notification version, tasks the server cancels on its
 //! own — each reshaping a task's script or cancel style around the faults and cancels it
 //! draws — and whether retention runs.
 
+use super::fresh_dead_letter;
 use super::streams::Stream;
 use super::{CHAOS_MS, LAST_MS};
 use crate::plan::fault::{Fault, FaultKind, Service};
@@ -14,58 +15,86 @@ use rand_chacha::ChaCha8Rng;
 /// What the scenarios drew, kept apart so that [`super::generate`] can order the faults among
 /// the plan's others.
 pub(super) struct Scenarios {
-    /// The users' cancels, in this order: the held poll's, the doomed task's, the owners' after
-    /// a self-cancel.
+    /// The users' and the operator's actions, in this order: the held polls' cancels, the doomed
+    /// task's, the owners' after a self-cancel, a fresh dead letter's thread deletion and
+    /// requeue.
     pub user: Vec<UserAction>,
-    /// The hold of a worker's poll before its task's cancel ends.
-    pub held_poll: Option<Fault>,
+    /// The holds of a worker's polls before their tasks' cancels end.
+    pub held_polls: Vec<Fault>,
     /// The faults about one task: its shard's outages, then the doomed version.
     pub task_faults: Vec<Fault>,
-    /// Whether retention runs.
+    /// Whether retention runs (always with a fresh dead letter).
     pub retention: bool,
 }
 
 impl Scenarios {
-    /// The scenarios of `seed` for `workers` workers, in this order: held poll, shard outages
-    /// (with a long second one), doomed version, self-cancels. Each may rewrite the script,
-    /// hint or cancel style of a task the ones before left as it needs it; `tasks` must hold
-    /// the users' cancel styles already.
+    /// The scenarios of `seed` for `workers` workers, in this order: held polls, shard outages
+    /// (with a long second one), doomed version, self-cancels, a fresh dead letter. Each may
+    /// rewrite the script, hint or cancel style of a task the ones before left as it needs it;
+    /// `tasks` must hold the users' cancel styles already.
     pub fn draw(seed: u64, tasks: &mut [TaskPlan], workers: u32) -> Scenarios {
-        let held = held_poll_then_cancel(&mut Stream::HeldPoll.rng(seed), tasks, workers);
-        let (held_cancel, held_poll) = held.unzip();
+        let held = held_polls_then_cancels(&mut Stream::HeldPoll.rng(seed), tasks, workers);
+        let (held_cancels, held_polls): (Vec<UserAction>, Vec<Fault>) = held.into_iter().unzip();
         let mut task_faults = task_outages(&mut Stream::TaskOutages.rng(seed), tasks);
         long_second_outage(&mut Stream::LongSecondOutage.rng(seed), &mut task_faults);
         let doomed = doomed_version(&mut Stream::DoomedVersion.rng(seed), tasks);
         let (doomed, doomed_cancel) = doomed.unzip();
         task_faults.extend(doomed);
         let owners_cancels = self_cancels(&mut Stream::SelfCancels.rng(seed), tasks, &task_faults);
+        let fresh = fresh_dead_letter::draw(&mut Stream::FreshDeadLetter.rng(seed), tasks);
+        let retention = Stream::Retention.rng(seed).random_bool(2.0 / 3.0);
         Scenarios {
-            user: held_cancel
+            retention: retention || fresh.is_some(),
+            user: held_cancels
                 .into_iter()
                 .chain(doomed_cancel)
                 .chain(owners_cancels)
+                .chain(fresh.into_iter().flatten())
                 .collect(),
-            held_poll,
+            held_polls,
             task_faults,
-            retention: Stream::Retention.rng(seed).random_bool(2.0 / 3.0),
         }
     }
 }
 
-/// On one seed in two with several workers, one worker's calls to the remote server are held
-/// on the wire for 6-10 s while a task it polls every second is cancelled and its server
-/// acknowledges the cancel: the held poll is still in flight when the cancel's end voids its
-/// lease — the moment a second poll must not start (never two remote polls of one task at
-/// once).
-fn held_poll_then_cancel(
+/// On one seed in two with several workers, one to three times (on distinct tasks), one
+/// worker's calls to the remote server are held on the wire for 6-10 s while a task it polls
+/// every second is cancelled and its server acknowledges the cancel: the held poll is still in
+/// flight when the cancel's end voids its lease — the moment a second poll must not start
+/// (never two remote polls of one task at once). Which worker claims the poll first is the
+/// run's, so each further episode is one more chance that the held worker holds that lease.
+fn held_polls_then_cancels(
     rng: &mut ChaCha8Rng,
     tasks: &mut [TaskPlan],
     workers: u32,
-) -> Option<(UserAction, Fault)> {
+) -> Vec<(UserAction, Fault)> {
     if workers < 2 || tasks.is_empty() || !rng.random_bool(0.5) {
-        return None;
+        return Vec::new();
     }
-    let t = &mut tasks[rng.random_range(0..tasks.len())];
+    let first = rng.random_range(0..tasks.len());
+    let mut episodes: Vec<(UserAction, Fault)> =
+        held_poll_then_cancel(rng, &mut tasks[first], workers)
+            .into_iter()
+            .collect();
+    let mut used = vec![first];
+    for _ in 0..rng.random_range(0..=2) {
+        let i = rng.random_range(0..tasks.len());
+        if used.contains(&i) {
+            continue;
+        }
+        used.push(i);
+        episodes.extend(held_poll_then_cancel(rng, &mut tasks[i], workers));
+    }
+    episodes
+}
+
+/// One episode of [`held_polls_then_cancels`] about task `t`, or `None` when it would end
+/// after the users' last actions.
+fn held_poll_then_cancel(
+    rng: &mut ChaCha8Rng,
+    t: &mut TaskPlan,
+    workers: u32,
+) -> Option<(UserAction, Fault)> {
     let hold_at = t.submit_at_ms + rng.random_range(4_000..20_000);
     let cancel_at = hold_at + rng.random_range(1_500..3_000);
     if cancel_at >= LAST_MS {

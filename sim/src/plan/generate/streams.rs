@@ -81,6 +81,11 @@ streams! {
     LateRepeats = 0x6c61_7465_7270_7473,
     /// Whether retention runs ("retentio").
     Retention = 0x7265_7465_6e74_696f,
+    /// Whether a single long shard outage keeps the rest of the chaos quiet ("quietout").
+    QuietOutage = 0x7175_6965_746f_7574,
+    /// A dead letter made fresh under retention and requeued after the ordinary retention age
+    /// ("freshdl").
+    FreshDeadLetter = 0x0066_7265_7368_646c,
     /// Not a plan stream: the `mcp` host's draws as the world runs, the random tags in the
     /// secrets of each remote task it creates ("mcps").
     McpHost = 0x6d63_7073,
