@@ -132,6 +132,8 @@ marks! {
         /// Retention ran while a dead letter older than a finished row's retention age was
         /// kept, and an operator requeued it.
         RetentionMetFreshDeadLetter = "retention_met_fresh_dead_letter";
+        /// One worker's clock ran ahead while another's ran behind.
+        SkewBothWays = "skew_both_ways";
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod confirmed_runs;
 pub mod fresh_dead_letters;
 pub mod interleavings;
+pub mod skew;
 pub mod spent_budget;
 
 use crate::history::{Entry, Seen};
@@ -35,6 +36,9 @@ pub fn fired(plan: &Plan, entries: &[Entry]) -> BTreeSet<Feature> {
     );
     if fresh_dead_letters::retention_met_fresh_dead_letter(entries) {
         marks.insert(WorkloadMark::RetentionMetFreshDeadLetter.into());
+    }
+    if skew::skewed_both_ways(plan, entries) {
+        marks.insert(WorkloadMark::SkewBothWays.into());
     }
     marks
 }

@@ -17,6 +17,8 @@ use tasklatch_core::policy::SUBMIT_RETRY_CAP;
 pub(super) struct Timed {
     /// One worker clock off by more than the lease margin ([`Stream::BigSkew`]).
     pub big_skew: Option<Fault>,
+    /// Two workers' clocks skewed in opposite directions at once ([`Stream::OpposedSkews`]).
+    pub opposed_skews: Vec<Fault>,
     /// Lanes stalled after an answer ([`Stream::AnswerPauses`]).
     pub answer_pauses: Vec<Fault>,
     /// Graceful restarts ([`Stream::Restarts`]).
@@ -40,6 +42,7 @@ impl Timed {
         let (peer_outages, chaos_ms) = peer_outages(&mut Stream::PeerOutages.rng(seed), workers);
         Timed {
             big_skew: big_skew(&mut Stream::BigSkew.rng(seed), workers),
+            opposed_skews: opposed_skews(&mut Stream::OpposedSkews.rng(seed), workers),
             answer_pauses: pauses_after_answers(&mut Stream::AnswerPauses.rng(seed), workers),
             restarts: restarts(&mut Stream::Restarts.rng(seed), workers),
             store_outages: store_outages(&mut Stream::StoreOutages.rng(seed), tasks),
@@ -73,6 +76,31 @@ fn big_skew(rng: &mut ChaCha8Rng, workers: u32) -> Option<Fault> {
         for_ms,
         kind: FaultKind::Skew { worker, skew_ms },
     })
+}
+
+/// On one seed in five with several workers, two of them run skewed in opposite directions
+/// over the same 20 to 60 seconds, each by 0.3 to 3 seconds: one sees leases and due times
+/// early, the other late, so a lease one of them takes as expired the other still holds for
+/// longer than the skew of either alone.
+fn opposed_skews(rng: &mut ChaCha8Rng, workers: u32) -> Vec<Fault> {
+    if workers < 2 || !rng.random_bool(0.2) {
+        return Vec::new();
+    }
+    let ahead = rng.random_range(0..workers);
+    let behind = (ahead + rng.random_range(1..workers)) % workers;
+    let at_ms = rng.random_range(2_000..LAST_MS);
+    let for_ms = span(rng, 20_000, 60_000);
+    [(ahead, 1), (behind, -1)]
+        .into_iter()
+        .map(|(worker, sign)| Fault {
+            at_ms,
+            for_ms,
+            kind: FaultKind::Skew {
+                worker,
+                skew_ms: sign * rng.random_range(300..3_000i64),
+            },
+        })
+        .collect()
 }
 
 /// On seven seeds in ten, one or two workers each stall one lane just after the remote server
@@ -232,4 +260,40 @@ fn peer_outages(rng: &mut ChaCha8Rng, workers: u32) -> (Vec<Fault>, u64) {
         }));
     }
     (out, chaos_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::rand_core::SeedableRng;
+
+    #[test]
+    fn opposed_skews_pair_two_workers_one_ahead_one_behind_over_one_window() {
+        let mut drawn = 0;
+        for seed in 0..200 {
+            let pair = opposed_skews(&mut ChaCha8Rng::seed_from_u64(seed), 3);
+            let [a, b] = &pair[..] else {
+                assert!(pair.is_empty(), "seed {seed}: {pair:?}");
+                continue;
+            };
+            drawn += 1;
+            assert_eq!((a.at_ms, a.for_ms), (b.at_ms, b.for_ms), "seed {seed}");
+            let (
+                FaultKind::Skew {
+                    worker: w,
+                    skew_ms: ahead,
+                },
+                FaultKind::Skew {
+                    worker: v,
+                    skew_ms: behind,
+                },
+            ) = (&a.kind, &b.kind)
+            else {
+                panic!("seed {seed}: {pair:?}");
+            };
+            assert!(w != v && *ahead > 0 && *behind < 0, "seed {seed}: {pair:?}");
+        }
+        assert!((20..=70).contains(&drawn), "{drawn} pairs in 200 seeds");
+        assert!(opposed_skews(&mut ChaCha8Rng::seed_from_u64(1), 1).is_empty());
+    }
 }

@@ -99,6 +99,7 @@ fn by_start(
         .chain(timed.stubborn_runs)
         .chain(timed.step_at_news)
         .chain(timed.peer_outages)
+        .chain(timed.opposed_skews)
         .collect();
     faults.sort_by_key(|f| f.at_ms);
     faults

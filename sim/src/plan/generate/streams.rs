@@ -83,6 +83,8 @@ streams! {
     Retention = 0x7265_7465_6e74_696f,
     /// Whether a single long shard outage keeps the rest of the chaos quiet ("quietout").
     QuietOutage = 0x7175_6965_746f_7574,
+    /// Two workers' clocks skewed in opposite directions at once ("skewpair").
+    OpposedSkews = 0x736b_6577_7061_6972,
     /// A dead letter made fresh under retention and requeued after the ordinary retention age
     /// ("freshdl").
     FreshDeadLetter = 0x0066_7265_7368_646c,
