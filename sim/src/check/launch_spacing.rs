@@ -7,7 +7,10 @@
 //! Read from the ports' launch records: two launches of one version by one worker start at
 //! least [`SHORTEST_DELAY_MS`] apart, counted from the end of the first. Delays are due times
 //! stamped on the worker's own clock, so pairs on different workers (whose clocks may differ by
-//! the allowed skew) are not judged, nor are workers whose clock a fault moves.
+//! the allowed skew) are not judged, nor are workers whose clock a fault moves. Nor are two
+//! overlapping launches of one worker: they are two lanes' claims, the older lane stalled
+//! mid-launch past its lease (its outcome is fenced and schedules nothing), so the next launch
+//! is judged against the newer claim's.
 
 use super::facts::Facts;
 use super::{Invariant, Verdict};
@@ -25,8 +28,8 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
     debug_assert!(sim_policy().retry_base.as_millis() as u64 > SHORTEST_DELAY_MS);
     debug_assert!(sim_policy().run_check_interval.as_millis() as u64 > SHORTEST_DELAY_MS);
     let moved = workers_with_moved_clocks(f);
-    // (worker, task id, version) → (entry, end µs) of the last launch.
-    let mut last: BTreeMap<(u32, &str, u64), (usize, u64)> = BTreeMap::new();
+    // (worker, task id, version) → (entry, start µs, end µs) of the last launch.
+    let mut last: BTreeMap<(u32, &str, u64), (usize, u64, u64)> = BTreeMap::new();
     for (i, e) in f.entries.iter().enumerate() {
         let Seen::PortLaunch {
             lane,
@@ -46,19 +49,28 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
         if moved.contains(&w) {
             continue;
         }
-        if let Some((prev, end_us)) = last.insert((w, id, version), (i, e.at_us)) {
-            let gap_ms = started_us.saturating_sub(end_us) / 1_000;
-            if gap_ms < SHORTEST_DELAY_MS {
-                v.push(
-                    Invariant::Noisy,
-                    f.n_of.get(id).map(|n| task_label(*n)),
-                    Some(i),
-                    format!(
-                        "{lane} launched version {version} again {gap_ms} ms after its last \
-                         launch ended (entry {prev}): no backoff"
-                    ),
-                );
+        let this = (i, *started_us, e.at_us);
+        let Some((prev, prev_start, end_us)) = last.insert((w, id, version), this) else {
+            continue;
+        };
+        if *started_us < end_us {
+            // Overlapping: two claims' launches, neither a retry of the other.
+            if *started_us < prev_start {
+                last.insert((w, id, version), (prev, prev_start, end_us));
             }
+            continue;
+        }
+        let gap_ms = (started_us - end_us) / 1_000;
+        if gap_ms < SHORTEST_DELAY_MS {
+            v.push(
+                Invariant::Noisy,
+                f.n_of.get(id).map(|n| task_label(*n)),
+                Some(i),
+                format!(
+                    "{lane} launched version {version} again {gap_ms} ms after its last \
+                     launch ended (entry {prev}): no backoff"
+                ),
+            );
         }
     }
 }
@@ -75,4 +87,45 @@ fn workers_with_moved_clocks(f: &Facts<'_>) -> BTreeSet<u32> {
         _ => None,
     });
     moves.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::check::test_support::at;
+    use crate::check::{check, Invariant};
+    use crate::history::{Entry, Seen};
+    use crate::plan::generate::{generate, Knobs};
+
+    /// A launch of version 1 of `t1` by `lane`, from `started_s` to `ended_s`.
+    fn launch(lane: &str, started_s: u64, ended_s: u64) -> Entry {
+        let event = Seen::PortLaunch {
+            lane: lane.into(),
+            key: "task:t1:1:0".into(),
+            outcome: "unavailable".into(),
+            started_us: started_s * 1_000_000,
+        };
+        at(ended_s, "worker-0", event)
+    }
+
+    fn without_backoff(entries: &[Entry]) -> usize {
+        let mut plan = generate(0, &Knobs::default());
+        plan.faults.clear();
+        let verdict = check(&plan, entries);
+        let hits = verdict.violations.iter();
+        hits.filter(|v| v.invariant == Invariant::Noisy && v.detail.contains("no backoff"))
+            .count()
+    }
+
+    #[test]
+    fn overlapping_launches_are_two_claims_and_the_next_follows_the_newer() {
+        // Lane 1 stalled mid-launch from 10 s to 40 s; lane 0 launched under a newer claim.
+        let stalled = [
+            launch("worker-0/0", 30, 31),
+            launch("worker-0/1", 10, 40),
+            launch("worker-0/0", 34, 35),
+        ];
+        assert_eq!(without_backoff(&stalled), 0);
+        let storm = [launch("worker-0/0", 30, 31), launch("worker-0/0", 31, 32)];
+        assert_eq!(without_backoff(&storm), 1);
+    }
 }

@@ -83,6 +83,9 @@ crate::plan::marks::marks! {
         StoreDown = "store_down";
         /// The remote server was slow.
         RemoteSlow = "remote_slow";
+        /// The launcher created a run and lost the create's reply (unlisted at first in
+        /// `langgraph` mode).
+        LauncherCreateAckLost = "launcher_create_ack_lost";
     }
 }
 
@@ -281,6 +284,15 @@ pub enum FaultKind {
         /// Delay.
         delay_ms: u64,
     },
+    /// The launcher creates the run, then drops the reply of every `one_in`-th create (a
+    /// launch that made a run, in either gateway mode). In `langgraph` mode the run is also
+    /// missing from the first listing of its thread after that create — a replica behind the
+    /// primary that took it — so the next look of its key may miss it and create a second run,
+    /// which the look after that create must see (the launcher's "two looks").
+    LostCreateAcks {
+        /// Period of dropped create replies.
+        one_in: u32,
+    },
 }
 
 /// Which hosts a fault hits.
@@ -403,6 +415,7 @@ impl Fault {
             FaultKind::StubbornRuns { .. } => FaultMark::RunIgnoresInterrupt,
             FaultKind::StoreDown => FaultMark::StoreDown,
             FaultKind::SlowRemote { .. } => FaultMark::RemoteSlow,
+            FaultKind::LostCreateAcks { .. } => FaultMark::LauncherCreateAckLost,
         }
     }
 }
@@ -430,6 +443,7 @@ impl FaultKind {
             | FaultKind::StuckRuns
             | FaultKind::StubbornRuns { .. }
             | FaultKind::DoomedVersion { .. }
+            | FaultKind::LostCreateAcks { .. }
             | FaultKind::BadRuns { .. } => Target::Service(Service::Gateway),
             FaultKind::RemoteErrors
             | FaultKind::RemoteDown { .. }
@@ -452,6 +466,9 @@ impl FaultKind {
             }
             FaultKind::LoseReplies { service, one_in } => {
                 format!("{}: 1 reply in {one_in}", service.host())
+            }
+            FaultKind::LostCreateAcks { one_in } => {
+                format!("gateway: 1 create reply in {one_in}, its run listed late")
             }
             FaultKind::Latency { max_ms } => format!("network: up to {max_ms} ms"),
             FaultKind::Skew { worker, skew_ms } => {
@@ -509,7 +526,8 @@ impl FaultKind {
             FaultKind::PauseAfterAnswer { .. } => Look::band("fp"),
             FaultKind::Partition { .. }
             | FaultKind::Hold { .. }
-            | FaultKind::LoseReplies { .. } => Look::band("fn"),
+            | FaultKind::LoseReplies { .. }
+            | FaultKind::LostCreateAcks { .. } => Look::band("fn"),
             FaultKind::Latency { .. } => Look::band("fl"),
             FaultKind::Skew { .. } | FaultKind::StepAtNews { .. } => Look::band("fk"),
             FaultKind::RemoteErrors
@@ -538,6 +556,9 @@ impl FaultKind {
                     service,
                     one_in: one_in * 2,
                 })
+            }
+            FaultKind::LostCreateAcks { one_in } if one_in < 64 => {
+                Some(FaultKind::LostCreateAcks { one_in: one_in * 2 })
             }
             FaultKind::Latency { max_ms } if max_ms >= 100 => {
                 Some(FaultKind::Latency { max_ms: max_ms / 2 })
@@ -568,6 +589,7 @@ impl FaultKind {
                 clock_back_ms: 0,
             }),
             FaultKind::LoseReplies { .. }
+            | FaultKind::LostCreateAcks { .. }
             | FaultKind::Latency { .. }
             | FaultKind::Skew { .. }
             | FaultKind::SlowRuns { .. }
@@ -603,11 +625,14 @@ impl FaultKind {
         }
         match *self {
             FaultKind::Pause { lane, .. } if lane >= lanes => Err(("lane", "no such lane")),
-            FaultKind::LoseReplies { one_in: 0, .. } => Err(("one_in", "must be at least 1")),
+            FaultKind::LoseReplies { one_in: 0, .. } | FaultKind::LostCreateAcks { one_in: 0 } => {
+                Err(("one_in", "must be at least 1"))
+            }
             FaultKind::Pause { .. }
             | FaultKind::PauseAfterAnswer { .. }
             | FaultKind::StepAtNews { .. }
             | FaultKind::LoseReplies { .. }
+            | FaultKind::LostCreateAcks { .. }
             | FaultKind::Crash { .. }
             | FaultKind::GracefulStop { .. }
             | FaultKind::RemoteRestart
@@ -706,6 +731,8 @@ impl FaultKind {
                 launches_unless_mcp(service),
                 Freezes::None,
             ),
+            // Like lost gateway replies: the launch is retried after the unavailability backoff.
+            FaultKind::LostCreateAcks { .. } => (false, Launches::All, Freezes::None),
             FaultKind::RemoteRestart | FaultKind::SlowRemote { .. } => {
                 (true, Launches::None, Freezes::None)
             }
@@ -727,6 +754,46 @@ impl FaultKind {
             polls,
             launches,
             freezes,
+        }
+    }
+}
+
+impl FaultKind {
+    /// Whether a fault of this kind can leave a run a launch created unconfirmed: its sender
+    /// never looks again (a lost or late answer, a 5xx after the insert), or looks only after a
+    /// short run has ended (a lane stalled at the create's return, a slow network between the
+    /// create and the second look) — so a second run of a key stays. (A crash or a stop strikes
+    /// that instant too seldom to count; a pause after an answer never strikes a launch.) A stale listing (a lost-create-acks
+    /// fault) next to one of these makes a duplicate no look can prevent, so that fault takes
+    /// effect only away from them. No catch-all arm.
+    pub fn leaves_create_unconfirmed(&self) -> bool {
+        match *self {
+            FaultKind::LoseReplies { service, .. }
+            | FaultKind::Partition { service, .. }
+            | FaultKind::Hold { service, .. } => service == Service::Gateway,
+            FaultKind::GatewayErrors { .. }
+            | FaultKind::Latency { .. }
+            | FaultKind::Pause { .. } => true,
+            FaultKind::Crash { .. }
+            | FaultKind::GracefulStop { .. }
+            | FaultKind::PauseAfterAnswer { .. }
+            | FaultKind::RemoteRestart
+            | FaultKind::StepAtNews { .. }
+            | FaultKind::Skew { .. }
+            | FaultKind::GatewayBusy
+            | FaultKind::LookupErrors
+            | FaultKind::LostRuns
+            | FaultKind::SlowRuns { .. }
+            | FaultKind::StuckRuns
+            | FaultKind::RefuseInserts
+            | FaultKind::StubbornRuns { .. }
+            | FaultKind::StoreDown
+            | FaultKind::DoomedVersion { .. }
+            | FaultKind::BadRuns { .. }
+            | FaultKind::RemoteErrors
+            | FaultKind::RemoteDown { .. }
+            | FaultKind::SlowRemote { .. }
+            | FaultKind::LostCreateAcks { .. } => false,
         }
     }
 }
@@ -808,6 +875,7 @@ mod tests {
             FaultKind::StubbornRuns { run_ms: 40_000 },
             FaultKind::StoreDown,
             FaultKind::SlowRemote { delay_ms: 2_000 },
+            FaultKind::LostCreateAcks { one_in: 2 },
         ]
     }
 
@@ -850,6 +918,8 @@ mod tests {
             service: Service::Db,
             one_in: 0,
         };
+        assert_eq!(never.check(1, 1), Err(("one_in", "must be at least 1")));
+        let never = FaultKind::LostCreateAcks { one_in: 0 };
         assert_eq!(never.check(1, 1), Err(("one_in", "must be at least 1")));
         for kind in every_kind() {
             assert_eq!(kind.check(2, 1), Ok(()), "{kind:?}");

@@ -2,6 +2,7 @@
 //! and those of passes added later, each on a stream of its own. (Faults built around one
 //! task's script are scenarios, in `scenarios.rs`.)
 
+use super::lost_create_acks::lost_create_acks;
 use super::span;
 use super::streams::Stream;
 use super::{CHAOS_MS, LAST_MS};
@@ -31,6 +32,8 @@ pub(super) struct Timed {
     pub step_at_news: Option<Fault>,
     /// Peer outages up to the heal ([`Stream::PeerOutages`]).
     pub peer_outages: Vec<Fault>,
+    /// Lost replies of keys' first runs, listed late ([`Stream::LostCreateAcks`]).
+    pub lost_create_acks: Option<Fault>,
     /// The plan's chaos length: longer when there are peer outages.
     pub chaos_ms: u64,
 }
@@ -49,6 +52,7 @@ impl Timed {
             stubborn_runs: stubborn_runs(&mut Stream::StubbornRuns.rng(seed)),
             step_at_news: step_at_news(&mut Stream::StepAtNews.rng(seed), workers),
             peer_outages,
+            lost_create_acks: lost_create_acks(&mut Stream::LostCreateAcks.rng(seed)),
             chaos_ms,
         }
     }

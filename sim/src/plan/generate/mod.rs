@@ -9,8 +9,10 @@
 //! pass added since draws from a stream of its own, so that adding one leaves every other draw
 //! of every seed as it was.
 
+mod busy_news;
 mod faults;
 mod fresh_dead_letter;
+mod lost_create_acks;
 mod quiet;
 mod scenarios;
 mod streams;
@@ -59,10 +61,17 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
     user.extend(users::reactions(seed, &mut tasks, &user, swarm.owners));
     let timed = Timed::draw(seed, swarm.workers, &tasks);
     let scenarios = Scenarios::draw(seed, &mut tasks, swarm.workers);
+    let busy_news = busy_news::draw(&mut Stream::BusyNews.rng(seed), &mut tasks);
     workload::hostile_texts(seed, &mut tasks);
     user.extend(scenarios.user);
     let chaos_ms = timed.chaos_ms;
-    let mut faults = by_start(families, timed, scenarios.held_polls, scenarios.task_faults);
+    let mut faults = by_start(
+        families,
+        timed,
+        scenarios.held_polls,
+        scenarios.task_faults,
+        busy_news,
+    );
     quiet::quiet_long_outage(&mut Stream::QuietOutage.rng(seed), &mut faults);
     let plan = Plan {
         seed,
@@ -87,6 +96,7 @@ fn by_start(
     timed: Timed,
     held_polls: Vec<Fault>,
     task_faults: Vec<Fault>,
+    busy_news: Option<Fault>,
 ) -> Vec<Fault> {
     let mut faults: Vec<Fault> = families
         .into_iter()
@@ -100,6 +110,8 @@ fn by_start(
         .chain(timed.step_at_news)
         .chain(timed.peer_outages)
         .chain(timed.opposed_skews)
+        .chain(timed.lost_create_acks)
+        .chain(busy_news)
         .collect();
     faults.sort_by_key(|f| f.at_ms);
     faults

@@ -69,6 +69,8 @@ streams! {
     StoreOutages = 0x7374_6f72_6564_776e,
     /// A window of runs that ignore interrupts ("stubborn").
     StubbornRuns = 0x7374_7562_626f_726e,
+    /// A window of lost create replies whose runs the next listing misses ("lostacks").
+    LostCreateAcks = 0x6c6f_7374_6163_6b73,
     /// A worker clock stepped back as one of its polls brings news ("stepnews").
     StepAtNews = 0x7374_6570_6e65_7773,
     /// Every worker losing the Agent Server or the MCP server up to a later heal ("peerdown").
@@ -85,6 +87,9 @@ streams! {
     QuietOutage = 0x7175_6965_746f_7574,
     /// Two workers' clocks skewed in opposite directions at once ("skewpair").
     OpposedSkews = 0x736b_6577_7061_6972,
+    /// A task's three close status changes while its own slow run holds the thread
+    /// ("busynews").
+    BusyNews = 0x6275_7379_6e65_7773,
     /// A dead letter made fresh under retention and requeued after the ordinary retention age
     /// ("freshdl").
     FreshDeadLetter = 0x0066_7265_7368_646c,

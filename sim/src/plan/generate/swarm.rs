@@ -141,7 +141,8 @@ impl Family {
             | FaultKind::StubbornRuns { .. }
             | FaultKind::StoreDown
             | FaultKind::DoomedVersion { .. }
-            | FaultKind::RemoteDown { .. } => return None,
+            | FaultKind::RemoteDown { .. }
+            | FaultKind::LostCreateAcks { .. } => return None,
         })
     }
 }

@@ -14,7 +14,7 @@ use super::runs::{
 };
 use crate::history::{LaunchAnswer, Seen};
 use crate::plan::WorkloadMark;
-use crate::run::agent_server::{Created, ASSISTANT};
+use crate::run::agent_server::{Created, Listed, ASSISTANT};
 use crate::run::ctx::{now_ms, Ctx};
 use crate::wire::gateway::{CreateAnswer, GatewayRequest, GatewayResponse, ListedRun};
 use crate::wire::rpc::Reply;
@@ -59,7 +59,8 @@ pub(super) async fn handle(
 }
 
 /// `GET /threads/{thread}/runs`: a page (`limit`, `offset`) of the thread's runs, newest
-/// first, recorded; 404 for a thread the server does not know.
+/// first, recorded; 404 for a thread the server does not know. Runs a lost create
+/// acknowledgement left unlisted are missing from it, this once.
 fn list_runs(
     ctx: &Ctx,
     state: &Mutex<GatewayState>,
@@ -70,7 +71,7 @@ fn list_runs(
     if read_fails(ctx, t) {
         return GatewayResponse::Runs(Err("gateway error 502".into()));
     }
-    let page = lock(state).server.list_runs(thread, limit, offset);
+    let page = listed_page(&mut lock(state), thread, (limit, offset));
     let count = page.as_ref().map(|p| p.len() as u32);
     let event = Seen::RunsListed {
         thread: thread.to_string(),
@@ -84,6 +85,29 @@ fn list_runs(
             .collect()
     });
     GatewayResponse::Runs(Ok(page))
+}
+
+/// The page (`limit`, `offset`) of `thread`'s runs as a replica that has not caught up with
+/// the unlisted runs shows it: without them (they are listed from now on); `None` for a
+/// thread the server does not know.
+fn listed_page(
+    st: &mut GatewayState,
+    thread: &ThreadId,
+    (limit, offset): (u32, u32),
+) -> Option<Vec<Listed>> {
+    let runs = st.server.list_runs(thread, u32::MAX, 0)?;
+    let (missed, seen): (Vec<Listed>, Vec<Listed>) = runs
+        .into_iter()
+        .partition(|(_, run, _)| st.unlisted.contains(run));
+    for (_, run, _) in missed {
+        st.unlisted.remove(&run);
+    }
+    Some(
+        seen.into_iter()
+            .skip(offset as usize)
+            .take(limit as usize)
+            .collect(),
+    )
 }
 
 /// `POST …/cancel?action=rollback`: a pending or running run is deleted (recorded); whether

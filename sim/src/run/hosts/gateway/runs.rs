@@ -4,10 +4,11 @@
 
 use crate::history::{LaunchAnswer, Seen};
 use crate::plan::fault::{FaultKind, Service};
+use crate::plan::gateway_mode::GatewayMode;
 use crate::plan::generate::Stream;
 use crate::plan::WorkloadMark;
 use crate::run::agent_server::AgentServer;
-use crate::run::ctx::{timestamp, Ctx};
+use crate::run::ctx::{now_ms, timestamp, Ctx};
 use crate::run::hosts::lost_replies::lose_reply;
 use crate::wire::gateway::GatewayResponse;
 use crate::wire::rpc::Reply;
@@ -34,6 +35,11 @@ pub struct GatewayState {
     pub(super) rng: ChaCha8Rng,
     /// Replies served, counted for lost-replies faults.
     pub(super) replies: AtomicU64,
+    /// First creates of a key, counted for lost-create-acks faults.
+    pub(super) first_creates: u64,
+    /// `langgraph` mode: runs whose create reply a lost-create-acks fault dropped, missing from
+    /// the next listing of their thread (which takes them out of here).
+    pub(super) unlisted: BTreeSet<RunId>,
     /// `langgraph` mode: the simulated Agent Server.
     pub(super) server: AgentServer,
     /// Each run's key.
@@ -53,6 +59,8 @@ impl GatewayState {
             stubborn: BTreeSet::new(),
             rng: Stream::GatewayHost.rng(seed),
             replies: AtomicU64::new(0),
+            first_creates: 0,
+            unlisted: BTreeSet::new(),
             server: AgentServer::default(),
             keys: BTreeMap::new(),
             doomed: BTreeMap::new(),
@@ -113,8 +121,9 @@ pub(super) fn create_faults(ctx: &Ctx, t: u64) -> CreateFaults {
 }
 
 /// The tail of a served launch (a ledger launch or a LangGraph create): a lost-replies fault
-/// may drop `response` (the run exists either way), and the launch of `req` is recorded as
-/// served — its `answer`, the run it created, whether the reply was dropped.
+/// may drop `response`, else a lost-create-acks fault the reply of a key's first run (the run
+/// exists either way), and the launch of `req` is recorded as served — its `answer`, the run
+/// it created, whether the reply was dropped.
 pub(super) fn serve_launch(
     ctx: &Ctx,
     state: &Mutex<GatewayState>,
@@ -123,7 +132,8 @@ pub(super) fn serve_launch(
     created_run: Option<String>,
     response: GatewayResponse,
 ) -> Reply<GatewayResponse> {
-    let dropped = lose_reply(ctx, Service::Gateway, &lock(state).replies);
+    let lost = lose_reply(ctx, Service::Gateway, &lock(state).replies);
+    let dropped = lost || created_run.is_some() && create_ack_lost(ctx, state, req);
     ctx.history.record_about(
         "gateway",
         &req.key,
@@ -142,6 +152,60 @@ pub(super) fn serve_launch(
     } else {
         Reply::Send(response)
     }
+}
+
+/// How long after a dropped create reply no fault that can leave a create unconfirmed
+/// ([`FaultKind::leaves_create_unconfirmed`]) may be in force for the drop to happen: the
+/// retries of the key and their second looks fall within it.
+const QUIET_AFTER_DROP_MS: u64 = 30_000;
+
+/// Whether a lost-create-acks fault drops the reply of the run a launch of `req` just created:
+/// only a key's first run counts (every `one_in`-th while the fault is active), and only while
+/// no fault that can leave a create unconfirmed is in force now or within
+/// [`QUIET_AFTER_DROP_MS`]. Either would let the key's next run — created by a look the stale
+/// listing misled — go unseen until it ended: a duplicate no launcher can prevent once a
+/// listing may miss a run. In `langgraph` mode the dropped run is also left out of the next
+/// listing of its thread.
+fn create_ack_lost(ctx: &Ctx, state: &Mutex<GatewayState>, req: &RunRequest) -> bool {
+    let t = now_ms();
+    let Some((index, one_in)) = ctx
+        .active(t, |k| match k {
+            FaultKind::LostCreateAcks { one_in } => Some(*one_in),
+            _ => None,
+        })
+        .next()
+    else {
+        return false;
+    };
+    let threatened = ctx.faults().iter().any(|f| {
+        f.kind.leaves_create_unconfirmed()
+            && f.at_ms < t + QUIET_AFTER_DROP_MS
+            && t < f.at_ms + f.for_ms
+    });
+    if threatened {
+        return false;
+    }
+    let mut st = lock(state);
+    let runs: Vec<&RunId> = st
+        .keys
+        .iter()
+        .filter(|(_, key)| **key == req.key)
+        .map(|(run, _)| run)
+        .collect();
+    let [run] = runs[..] else {
+        return false;
+    };
+    let run = run.clone();
+    st.first_creates += 1;
+    if st.first_creates % u64::from(one_in.max(1)) != 0 {
+        return false;
+    }
+    if ctx.plan.gateway == GatewayMode::Langgraph {
+        st.unlisted.insert(run);
+    }
+    drop(st);
+    ctx.fire(index, "gateway");
+    true
 }
 
 /// What the agent server answers an interrupt of a run that ignores it.
