@@ -324,7 +324,7 @@ fn check_headers(headers: &BTreeMap<String, String>) -> Result<Vec<(String, Stri
     let mut out = Vec::with_capacity(headers.len());
     for (name, value) in headers {
         let lower = name.to_ascii_lowercase();
-        if reqwest::header::HeaderName::from_bytes(lower.as_bytes()).is_err() {
+        if tasklatch_http::http::HeaderName::from_bytes(lower.as_bytes()).is_err() {
             return Err(invalid(
                 field,
                 format!("has an invalid header name {name:?}"),
@@ -333,7 +333,7 @@ fn check_headers(headers: &BTreeMap<String, String>) -> Result<Vec<(String, Stri
         if matches!(lower.as_str(), "content-type" | "content-length" | "host") {
             return Err(invalid(field, format!("must not set {name:?}")));
         }
-        if reqwest::header::HeaderValue::from_str(value).is_err() || value.is_empty() {
+        if tasklatch_http::http::HeaderValue::from_str(value).is_err() || value.is_empty() {
             // The value is a secret: name the header, never the value.
             return Err(invalid(
                 field,

@@ -35,6 +35,7 @@ use crate::lookup::{find_run, Lookup};
 use crate::settle::{second_look, settle};
 use crate::text::failure;
 use crate::wire::{parse_run, run_body};
+use std::sync::Arc;
 use std::time::Instant;
 use tasklatch_core::ids::{OwnerId, RunId, ThreadId};
 use tasklatch_core::ports::{LaunchOutcome, Launcher, RunRequest, RunStatus};
@@ -52,6 +53,17 @@ impl AgentServerLauncher {
     pub fn new(config: &AgentServerConfig) -> Result<Self, ConfigError> {
         let cfg = config.validate()?;
         let http = Http::new(&cfg)?;
+        Ok(AgentServerLauncher { cfg, http })
+    }
+
+    /// As [`Self::new`], with every request sent through `connector` instead of TCP + rustls
+    /// (the simulation's network, for one).
+    pub fn with_connector(
+        config: &AgentServerConfig,
+        connector: Arc<dyn tasklatch_http::Connector>,
+    ) -> Result<Self, ConfigError> {
+        let cfg = config.validate()?;
+        let http = Http::with_connector(&cfg, connector)?;
         Ok(AgentServerLauncher { cfg, http })
     }
 

@@ -116,8 +116,7 @@ impl ServerConfig {
             field: field.to_owned(),
             reason: why,
         };
-        let url =
-            reqwest::Url::parse(&self.url).map_err(|e| bad("url", format!("not a URL ({e})")))?;
+        let url = url::Url::parse(&self.url).map_err(|e| bad("url", format!("not a URL ({e})")))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
             return Err(bad(
                 "url",
@@ -173,13 +172,13 @@ const RESERVED_HEADERS: [&str; 8] = [
 ];
 
 fn check_header(name: &str, value: &Secret) -> Result<(), String> {
-    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+    if tasklatch_http::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
         return Err("not a valid header name".into());
     }
     if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) || name.starts_with("mcp-") {
         return Err("reserved: the driver sets this header itself".into());
     }
-    if reqwest::header::HeaderValue::from_str(value.expose()).is_err() {
+    if tasklatch_http::http::HeaderValue::from_str(value.expose()).is_err() {
         // The value itself is a secret: the reason never quotes it.
         return Err("the value is not a valid header value".into());
     }

@@ -41,19 +41,39 @@ impl McpDriver {
         self.inner.connections.close_all(within).await;
     }
 
-    /// A driver for the servers of `config` (validated here).
+    /// A driver for the servers of `config` (validated here), over TCP + rustls.
     pub fn new(config: McpConfig) -> Result<Self, ConfigError> {
+        Self::build(config, None)
+    }
+
+    /// As [`Self::new`], with every request to every server sent through `connector` (the
+    /// simulation's network, for one).
+    pub fn with_connector(
+        config: McpConfig,
+        connector: Arc<dyn tasklatch_http::Connector>,
+    ) -> Result<Self, ConfigError> {
+        Self::build(config, Some(connector))
+    }
+
+    fn build(
+        config: McpConfig,
+        connector: Option<Arc<dyn tasklatch_http::Connector>>,
+    ) -> Result<Self, ConfigError> {
         config.validate()?;
         let sent = Arc::new(AtomicU64::new(0));
         let mut servers = BTreeMap::new();
         for (id, server) in config.servers {
-            let built = Server::new(ServerId::from(id.as_str()), server, sent.clone()).map_err(
-                |reason| ConfigError {
-                    server: id.clone(),
-                    field: "headers".into(),
-                    reason,
-                },
-            )?;
+            let built = Server::new(
+                ServerId::from(id.as_str()),
+                server,
+                sent.clone(),
+                connector.clone(),
+            )
+            .map_err(|reason| ConfigError {
+                server: id.clone(),
+                field: "headers".into(),
+                reason,
+            })?;
             servers.insert(ServerId::from(id), built);
         }
         Ok(McpDriver {

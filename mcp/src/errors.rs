@@ -15,6 +15,7 @@ use crate::redact::Redactor;
 use std::time::Duration;
 use tasklatch_core::ports::DriverError;
 use tasklatch_core::task::ErrorClass;
+use tasklatch_http::HttpError;
 
 /// Characters of a server's error message quoted in a driver error.
 pub(crate) const SERVER_MESSAGE_MAX: usize = 300;
@@ -60,22 +61,30 @@ pub(crate) fn http_status(status: u16) -> DriverError {
     }
 }
 
-/// A failure of the HTTP client itself (never quotes the URL or the request).
-pub(crate) fn http_client(error: &reqwest::Error, timeout: Duration) -> DriverError {
-    if error.is_timeout() {
-        timed_out(timeout)
-    } else if error.is_connect() {
-        unavailable(ErrorClass::Connection, "could not connect to the server")
-    } else if error.is_body() || error.is_decode() {
-        unavailable(
-            ErrorClass::Connection,
-            "the connection failed while reading the answer",
-        )
-    } else {
-        unavailable(
+/// A failure of the HTTP client before the answer's head arrived (never quotes the URL or the
+/// request).
+pub(crate) fn http_client(error: &HttpError, timeout: Duration) -> DriverError {
+    match error {
+        HttpError::Timeout => timed_out(timeout),
+        HttpError::Connect(_) => {
+            unavailable(ErrorClass::Connection, "could not connect to the server")
+        }
+        HttpError::TooLarge(limit) => too_large(*limit),
+        HttpError::Transport(_) => unavailable(
             ErrorClass::Connection,
             "the request failed before an answer arrived",
-        )
+        ),
+    }
+}
+
+/// A failure of the HTTP client while the answer's body was read.
+pub(crate) fn http_body(error: &HttpError, timeout: Duration) -> DriverError {
+    match error {
+        HttpError::Transport(_) => unavailable(
+            ErrorClass::Connection,
+            "the connection failed while reading the answer",
+        ),
+        other => http_client(other, timeout),
     }
 }
 

@@ -19,7 +19,6 @@
 #![warn(missing_docs)]
 
 mod config;
-mod counting;
 mod driver;
 mod driver_data;
 pub mod errors;

@@ -3,13 +3,13 @@
 //! protocol it turned out to speak.
 
 use crate::config::{Protocol, ServerConfig};
-use crate::counting::CountingClient;
 use crate::redact::Redactor;
-use reqwest::header::{HeaderName, HeaderValue};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use tasklatch_core::ids::ServerId;
+use tasklatch_http::http::header::{HeaderName, HeaderValue};
+use tasklatch_http::{Client, ClientConfig, Connector, TcpTls};
 
 /// The protocol a server was found (or configured) to speak.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -40,8 +40,9 @@ pub(crate) struct Server {
     pub id: ServerId,
     /// Its configuration (validated).
     pub config: ServerConfig,
-    /// The HTTP client: no redirects, the request timeout, requests counted.
-    pub http: CountingClient,
+    /// The HTTP client: no redirects, the request timeout, requests counted, one connection
+    /// per request.
+    pub http: Client,
     /// The configured extra headers, marked sensitive.
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// Cuts the header values out of any text.
@@ -51,21 +52,27 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    /// Builds the server's client. `config` must have passed validation; a header that still
-    /// fails to convert is an `Err` (naming the header, never its value).
+    /// Builds the server's client over `connector` (`None`: TCP + rustls, connects bounded by
+    /// the request timeout and at most 5 s). `config` must have passed validation; a header
+    /// that still fails to convert is an `Err` (naming the header, never its value).
     pub(crate) fn new(
         id: ServerId,
         config: ServerConfig,
         counter: Arc<AtomicU64>,
+        connector: Option<Arc<dyn Connector>>,
     ) -> Result<Self, String> {
         let timeout = config.request_timeout();
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .pool_max_idle_per_host(0)
-            .build()
-            .map_err(|_| "cannot build the HTTP client".to_owned())?;
+        let connector = match connector {
+            Some(connector) => connector,
+            None => Arc::new(
+                TcpTls::new(Some(timeout.min(Duration::from_secs(5))))
+                    .map_err(|_| "cannot build the HTTP client".to_owned())?,
+            ),
+        };
+        let mut client = ClientConfig::new(timeout);
+        client.reuse_connections = false;
+        client.sent = counter;
+        let http = Client::new(client, connector);
         let mut headers = Vec::new();
         for (name, value) in &config.headers {
             let name = HeaderName::from_bytes(name.as_bytes())
@@ -88,7 +95,7 @@ impl Server {
         Ok(Server {
             id,
             config,
-            http: CountingClient::new(http, counter),
+            http,
             headers,
             redactor,
             speaks: tokio::sync::Mutex::new(speaks),

@@ -9,13 +9,15 @@
 //!
 //! Layers, each using only those above it: `plan` (what a run is: plans, faults, seeds, marks),
 //! `wire` (the services' messages), `history` (what the world saw), `check` (the rules read
-//! from a history), `run` (the world that makes a history), `report`, `campaign`.
+//! from a history), `run` (the world that makes a history), `report`, `campaign`; beside them,
+//! `net` (the simulated network as the production HTTP client dials it).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod campaign;
 pub mod check;
 pub mod history;
+pub mod net;
 pub mod plan;
 pub mod report;
 pub mod run;

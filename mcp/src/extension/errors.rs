@@ -1,15 +1,18 @@
 //! rmcp's errors, classified by the crate's one policy ([`crate::errors`]).
 
 use super::ConnectError;
-use crate::errors::{http_client, http_status, json_rpc, timed_out, too_large, unavailable};
+use crate::errors::{
+    http_body, http_client, http_status, json_rpc, timed_out, too_large, unavailable,
+};
 use crate::redact::Redactor;
 use crate::server::Server;
 use rmcp::model::ErrorCode;
 use rmcp::service::{ClientInitializeError, ServiceError};
-use rmcp::transport::streamable_http_client::StreamableHttpError;
+use rmcp::transport::streamable_http_client::{SseError, StreamableHttpError};
 use std::error::Error;
 use tasklatch_core::ports::DriverError;
 use tasklatch_core::task::ErrorClass;
+use tasklatch_http::HttpError;
 
 /// A failed `server/discover` (`NotExtension` when the server answered as a legacy one). A
 /// JSON-RPC internal error (-32603: rmcp's reading of a 5xx with a JSON-RPC body) is a failure,
@@ -79,7 +82,7 @@ pub(super) fn service_error(
 fn transport(error: &(dyn Error + Send + Sync + 'static), server: &Server) -> DriverError {
     let mut current: Option<&(dyn Error + 'static)> = Some(error);
     while let Some(e) = current {
-        if let Some(http) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        if let Some(http) = e.downcast_ref::<StreamableHttpError<HttpError>>() {
             return http_error(http, server);
         }
         current = e.source();
@@ -87,7 +90,7 @@ fn transport(error: &(dyn Error + Send + Sync + 'static), server: &Server) -> Dr
     unavailable(ErrorClass::Connection, "the transport failed")
 }
 
-fn http_error(e: &StreamableHttpError<reqwest::Error>, server: &Server) -> DriverError {
+fn http_error(e: &StreamableHttpError<HttpError>, server: &Server) -> DriverError {
     match e {
         StreamableHttpError::HttpStatus(s) => http_status(s.status),
         StreamableHttpError::ResponseBodyTooLarge { .. } => too_large(server.limit()),
@@ -99,9 +102,13 @@ fn http_error(e: &StreamableHttpError<reqwest::Error>, server: &Server) -> Drive
             Some(status) => http_status(status),
             None => DriverError::Malformed("the answer is not valid JSON-RPC".into()),
         },
-        StreamableHttpError::Sse(e) if e.to_string().contains("too large") => {
-            too_large(server.limit())
-        }
+        StreamableHttpError::Sse(SseError::Body(e)) => match e.downcast_ref::<HttpError>() {
+            Some(HttpError::TooLarge(_)) => too_large(server.limit()),
+            Some(e @ (HttpError::Timeout | HttpError::Connect(_) | HttpError::Transport(_))) => {
+                http_body(e, server.timeout())
+            }
+            None => DriverError::Malformed("the answer is not valid JSON-RPC".into()),
+        },
         StreamableHttpError::Sse(_)
         | StreamableHttpError::Deserialize(_)
         | StreamableHttpError::UnexpectedContentType(_)

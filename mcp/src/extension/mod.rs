@@ -5,17 +5,19 @@
 //! server. A client whose transport closed is dropped and opened again on the next call, so a
 //! server restart costs one `server/discover`, never a loop. Each server has its own slot
 //! ([`connections`]): a slow or blackholed server never delays calls to another, and a failed
-//! connect is remembered for 2 s. Every call is bounded by the server's request timeout; rmcp's
-//! transport enforces the byte limit while reading.
+//! connect is remembered for 2 s. Every call is bounded by the server's request timeout; the
+//! transport ([`transport`], over the crate's one HTTP client) enforces the byte limit while
+//! reading.
 
 mod calls;
 mod connections;
 mod errors;
+mod events;
+mod transport;
 
 pub(crate) use calls::{answer, cancel, get_status, submit};
 pub(crate) use connections::Connections;
 
-use crate::counting::CountingClient;
 use crate::server::Server;
 use errors::connect_error;
 use rmcp::model::{
@@ -29,6 +31,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tasklatch_core::ports::DriverError;
+use transport::Transport;
 
 /// The largest diagnostic body of an HTTP error rmcp reads.
 const MAX_ERROR_BODY: usize = 16 << 10;
@@ -58,8 +61,10 @@ async fn connect(server: &Server) -> Result<Conn, ConnectError> {
         .max_concurrent_requests(MAX_CONCURRENT_REQUESTS)
         .reinit_on_expired_session(false);
     config.retry_config = Arc::new(NeverRetry::default());
-    let transport =
-        StreamableHttpClientTransport::<CountingClient>::with_client(server.http.clone(), config);
+    let transport = StreamableHttpClientTransport::<Transport>::with_client(
+        Transport(server.http.clone()),
+        config,
+    );
     let mut capabilities = ClientCapabilities::default();
     capabilities
         .extensions

@@ -3,12 +3,13 @@
 //! timeout, before anything is parsed.
 
 use super::sse::SseReader;
-use crate::errors::{http_client, http_status, timed_out, too_large};
+use crate::errors::{http_body, http_client, http_status, timed_out, too_large};
 use crate::server::Server;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tasklatch_core::ports::DriverError;
+use tasklatch_http::http::header::{ACCEPT, CONTENT_TYPE};
+use tasklatch_http::{Request, Response};
 
 /// The protocol version this client speaks.
 pub(crate) const LEGACY_VERSION: &str = "2025-11-25";
@@ -77,20 +78,18 @@ async fn exchange(
     } else {
         json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
     };
-    let mut request = server
-        .http
-        .post(&server.config.url)
+    let mut request = Request::post(server.config.url.as_str())
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
         .body(message.to_string());
     if method != "initialize" {
-        request = request.header("MCP-Protocol-Version", LEGACY_VERSION);
+        request = request.header("mcp-protocol-version", LEGACY_VERSION);
     }
     if let Some(session) = session {
-        request = request.header("Mcp-Session-Id", session);
+        request = request.header("mcp-session-id", session);
     }
     for (name, value) in &server.headers {
-        request = request.header(name, value);
+        request = request.header(name.clone(), value.clone());
     }
     let response = server
         .http
@@ -98,13 +97,9 @@ async fn exchange(
         .await
         .map_err(|e| http_client(&e, server.timeout()))?;
     let status = response.status().as_u16();
-    let new_session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let new_session = response.header_str("mcp-session-id").map(str::to_owned);
     if !(200..300).contains(&status) {
-        return Err(refusal(server, session.is_some(), status, response).await);
+        return Err(refusal(session.is_some(), status, response).await);
     }
     if notify || status == 202 {
         return Ok(Reply {
@@ -121,16 +116,12 @@ async fn exchange(
 }
 
 /// A non-2xx answer: session lost, a JSON-RPC error, or the HTTP status.
-async fn refusal(
-    server: &Server,
-    had_session: bool,
-    status: u16,
-    response: reqwest::Response,
-) -> RpcError {
+async fn refusal(had_session: bool, status: u16, response: Response) -> RpcError {
     if status == 404 && had_session {
         return RpcError::SessionLost;
     }
-    let body = read_bounded(server, response, ERROR_BODY_MAX)
+    let body = response
+        .bytes_limited(ERROR_BODY_MAX)
         .await
         .unwrap_or_default();
     let text = String::from_utf8_lossy(&body);
@@ -143,25 +134,28 @@ async fn refusal(
     }
 }
 
-/// The JSON-RPC message answering request `id`: the JSON body, or the first event of the SSE
-/// stream that answers it (other events — notifications, server requests — are skipped).
-async fn read_answer(
-    server: &Server,
-    mut response: reqwest::Response,
-    id: u64,
-) -> Result<Value, RpcError> {
+/// The JSON-RPC message answering request `id`: the JSON body (at most the byte limit), or
+/// the first event of the SSE stream that answers it (other events — notifications, server
+/// requests — are skipped; the stream as a whole is bounded by the limit).
+async fn read_answer(server: &Server, mut response: Response, id: u64) -> Result<Value, RpcError> {
     let is_sse = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+        .header_str(CONTENT_TYPE.as_str())
         .is_some_and(|ct| ct.starts_with("text/event-stream"));
     if !is_sse {
-        let body = read_bounded(server, response, server.limit()).await?;
+        let body = response
+            .bytes_limited(server.limit())
+            .await
+            .map_err(|e| http_body(&e, server.timeout()))?;
         return serde_json::from_slice(&body)
             .map_err(|_| DriverError::Malformed("the answer is not JSON".into()).into());
     }
     let mut reader = SseReader::new(server.limit());
-    while let Some(chunk) = next_chunk(server, &mut response).await? {
+    while let Some(chunk) = response
+        .body_mut()
+        .chunk()
+        .await
+        .map_err(|e| http_body(&e, server.timeout()))?
+    {
         let events = reader.push(&chunk).map_err(|_| too_large(server.limit()))?;
         for data in events {
             let message: Value = serde_json::from_str(&data).map_err(|_| {
@@ -173,35 +167,6 @@ async fn read_answer(
         }
     }
     Err(DriverError::Malformed("the answer stream ended without the answer".into()).into())
-}
-
-async fn next_chunk(
-    server: &Server,
-    response: &mut reqwest::Response,
-) -> Result<Option<Vec<u8>>, DriverError> {
-    match response.chunk().await {
-        Ok(chunk) => Ok(chunk.map(Vec::from)),
-        Err(e) => Err(http_client(&e, server.timeout())),
-    }
-}
-
-/// The body, refused past `limit` bytes (checked as it arrives, before any parsing).
-async fn read_bounded(
-    server: &Server,
-    mut response: reqwest::Response,
-    limit: usize,
-) -> Result<Vec<u8>, DriverError> {
-    if response.content_length().is_some_and(|n| n > limit as u64) {
-        return Err(too_large(limit));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = next_chunk(server, &mut response).await? {
-        if body.len() + chunk.len() > limit {
-            return Err(too_large(limit));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// The `result` of a JSON-RPC answer, or its error.
