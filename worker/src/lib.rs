@@ -16,6 +16,8 @@
 //!   document generated from the code; health and readiness.
 //! - [`agent_tools`]: the same calls as MCP tools at `/mcp`, for the agent itself, with the
 //!   thread taken from the runtime's header (off unless configured).
+//! - [`ui`]: the background-task panel at `/ui/threads/{thread}` for people (off unless
+//!   configured): server-rendered, live by push over SSE from the one listener of [`wakeup`].
 //! - [`peers`]: whether the Agent Server and each MCP server answered the last contact (the
 //!   driver and launcher wrapped to record it; the background assistant check), shown in
 //!   `/readyz`'s body and the `tasklatch_peer_*` metrics.
@@ -56,6 +58,7 @@ pub mod schema;
 pub mod shutdown;
 pub mod task_search;
 pub mod token;
+pub mod ui;
 pub mod wakeup;
 
 pub use run::{run, StartError};

@@ -44,7 +44,9 @@ use crate::replication;
 use crate::retention;
 use crate::schema::{self, SchemaState};
 use crate::shutdown::Signals;
-use crate::wakeup::{self, ListenTarget, Waker};
+use crate::ui::changes::ThreadChanges;
+use crate::ui::Panel;
+use crate::wakeup::{self, ListenTarget, Subscribers, Waker};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use std::collections::BTreeSet;
@@ -271,11 +273,12 @@ async fn start(settings: &Settings) -> Result<Running, StartError> {
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let waker = Waker::new(engines.len());
+    let subscribers = subscribers(settings, &waker);
     let mut tasks = background(settings, &pool, &metrics, &stop_rx);
     tasks.spawn(wakeups(
         settings,
         follower.as_ref(),
-        &waker,
+        subscribers.clone(),
         &metrics,
         &stop_rx,
     ));
@@ -290,7 +293,8 @@ async fn start(settings: &Settings) -> Result<Running, StartError> {
     let (lanes, heartbeats) = spawn_lanes(settings, &engines, &waker, &metrics, &stop_rx);
     let health = Health::new(pool.clone(), heartbeats, stale_after(settings));
     let health = Arc::new(health.with_peers(peers.clone()).with_primary(follower));
-    let state = app_state(settings, &pool, &engines, ids, &metrics, &health, &peers)?;
+    let mut state = app_state(settings, &pool, &engines, ids, &metrics, &health, &peers)?;
+    state.ui = panel(settings, subscribers.threads, &stop_rx);
     // The API outlives the lanes: it answers (readiness 503 included) until they are done.
     let (api_stop_tx, api_stop_rx) = watch::channel(false);
     tasks.spawn(serve(
@@ -327,12 +331,32 @@ impl Running {
     }
 }
 
-/// The wake-up listener, when switched on (`loops.wakeups`): on `database.listen_url`, else
-/// on the followed primary, else on the database URL ([`wakeup::ListenTarget`]).
+/// Who the one listener tells: the lanes when `loops.wakeups`, the panel when `[ui]` is on.
+fn subscribers(settings: &Settings, waker: &Waker) -> Subscribers {
+    Subscribers {
+        lanes: settings.wakeups.then(|| waker.clone()),
+        threads: settings.ui.as_ref().map(|_| ThreadChanges::default()),
+    }
+}
+
+/// The panel when `[ui]` is on, fed by the listener's `changes`; its push streams end when
+/// `stop_rx` turns true (before the API stops, so the graceful stop never waits on one).
+fn panel(
+    settings: &Settings,
+    changes: Option<ThreadChanges>,
+    stop_rx: &watch::Receiver<bool>,
+) -> Option<Arc<Panel>> {
+    let (ui, changes) = settings.ui.clone().zip(changes)?;
+    Some(Arc::new(Panel::new(ui, changes, stop_rx.clone())))
+}
+
+/// The one listener, when wake-ups (`loops.wakeups`) or the panel (`[ui]`) are switched on
+/// (`to` says which): on `database.listen_url`, else on the followed primary, else on the
+/// database URL ([`wakeup::ListenTarget`]).
 fn wakeups(
     settings: &Settings,
     follower: Option<&PrimaryFollower>,
-    waker: &Waker,
+    to: Subscribers,
     metrics: &Arc<Metrics>,
     stop_rx: &watch::Receiver<bool>,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
@@ -342,9 +366,8 @@ fn wakeups(
         (None, Some(f)) => ListenTarget::Primary(f.clone()),
         (None, None) => ListenTarget::Fixed(Box::new(db.options.clone())),
     };
-    let listen = settings
-        .wakeups
-        .then(|| wakeup::listen_to(target, waker.clone(), metrics.clone(), stop_rx.clone()));
+    let on = to.lanes.is_some() || to.threads.is_some();
+    let listen = on.then(|| wakeup::listen_for(target, to, metrics.clone(), stop_rx.clone()));
     async move {
         if let Some(listen) = listen {
             listen.await;
@@ -428,6 +451,7 @@ fn app_state(
         backlog: Some(Arc::new(backlog)),
         openapi: openapi::document(settings.mcp.servers.keys().map(String::as_str)).into(),
         agent_tools: settings.agent_tools.clone().map(Arc::new),
+        ui: None,
     })
 }
 

@@ -13,6 +13,10 @@
 //! notification wakes every lane, which runs all three loops. Postgres delivers a notification
 //! at commit, and never for a rolled-back transaction.
 //!
+//! **The same connection** carries the background-task panel's `LISTEN`
+//! ([`crate::ui::changes`]): one listener per worker serves both, each channel subscribed only
+//! when its side is on ([`Subscribers`]).
+//!
 //! **Where it listens** ([`ListenTarget`]): `database.listen_url` when set (a direct connection
 //! past a transaction pooler, which cannot carry `LISTEN`), else the pool's own database — with
 //! a host list, the current primary: when the primary changes the listener drops its connection
@@ -20,7 +24,8 @@
 //! is none it waits for one, polling meanwhile.
 
 use crate::metrics::Metrics;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use crate::ui::changes::{self, ThreadChanges};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgNotification, PgPoolOptions};
 use std::sync::Arc;
 use std::time::Duration;
 use tasklatch_pg::{Host, PrimaryFollower};
@@ -57,6 +62,46 @@ impl Waker {
     pub fn wake_all(&self) {
         for lane in self.lanes.iter() {
             lane.notify_one();
+        }
+    }
+}
+
+/// Who the listener tells: the lanes (wake-ups) and the open panels (thread changes).
+#[derive(Clone, Default)]
+pub struct Subscribers {
+    /// The lanes, woken by every notification of [`CHANNEL`]; `None`: wake-ups are off.
+    pub lanes: Option<Waker>,
+    /// The panels, told every notification of [`changes::CHANNEL`]; `None`: no panel.
+    pub threads: Option<ThreadChanges>,
+}
+
+impl Subscribers {
+    /// The channels to `LISTEN` on.
+    fn channels(&self) -> Vec<&'static str> {
+        let lanes = self.lanes.as_ref().map(|_| CHANNEL);
+        let threads = self.threads.as_ref().map(|_| changes::CHANNEL);
+        lanes.into_iter().chain(threads).collect()
+    }
+
+    /// Notifications may have been missed (a (re)connection): every side looks once.
+    fn gap(&self) {
+        if let Some(w) = &self.lanes {
+            w.wake_all();
+        }
+        if let Some(t) = &self.threads {
+            t.all();
+        }
+    }
+
+    /// Hands `n` to the side of its channel.
+    fn deliver(&self, n: &PgNotification, metrics: &Metrics) {
+        match (n.channel(), &self.lanes, &self.threads) {
+            (CHANNEL, Some(w), _) => {
+                metrics.wakeup();
+                w.wake_all();
+            }
+            (changes::CHANNEL, _, Some(t)) => t.publish(n.payload()),
+            _ => {}
         }
     }
 }
@@ -111,14 +156,30 @@ pub async fn listen(
 }
 
 /// Listens on [`CHANNEL`] until `stop` turns true, waking `waker`'s lanes on every
-/// notification. Uses its own single connection (not the worker's pool) to `target`,
-/// reconnecting with a backoff after errors, and at once when a followed primary changes.
+/// notification: [`listen_for`] the lanes alone.
 pub async fn listen_to(
     target: ListenTarget,
     waker: Waker,
     metrics: Arc<Metrics>,
+    stop: watch::Receiver<bool>,
+) {
+    let only_lanes = Subscribers {
+        lanes: Some(waker),
+        threads: None,
+    };
+    listen_for(target, only_lanes, metrics, stop).await
+}
+
+/// Listens on the channels of `to` until `stop` turns true, telling each notification to its
+/// side. Uses its own single connection (not the worker's pool) to `target`, reconnecting
+/// with a backoff after errors, and at once when a followed primary changes.
+pub async fn listen_for(
+    target: ListenTarget,
+    to: Subscribers,
+    metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let channels = to.channels();
     let mut retry = FIRST_RETRY;
     let mut changes = target.changes();
     while !*stop.borrow() {
@@ -126,13 +187,13 @@ pub async fn listen_to(
             None => {
                 tracing::warn!("wake-up listener waits for a database primary; polling meanwhile")
             }
-            Some(options) => match subscribe(&options).await {
+            Some(options) => match subscribe(&options, &channels).await {
                 Ok(mut listener) => {
-                    tracing::info!(channel = CHANNEL, "listening for wake-ups");
+                    tracing::info!(channels = %channels.join(","), "listening for wake-ups");
                     retry = FIRST_RETRY;
                     // A notification may have been missed while connecting: look once.
-                    waker.wake_all();
-                    let ends = receive(&mut listener, &waker, &metrics, &mut stop, &mut changes);
+                    to.gap();
+                    let ends = receive(&mut listener, &to, &metrics, &mut stop, &mut changes);
                     if !ends.await {
                         return;
                     }
@@ -153,7 +214,10 @@ pub async fn listen_to(
     }
 }
 
-async fn subscribe(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error> {
+async fn subscribe(
+    options: &PgConnectOptions,
+    channels: &[&str],
+) -> Result<PgListener, sqlx::Error> {
     let pool = PgPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(Duration::from_secs(10))
@@ -162,7 +226,7 @@ async fn subscribe(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error
         .connect_with(options.clone())
         .await?;
     let mut listener = PgListener::connect_with(&pool).await?;
-    listener.listen(CHANNEL).await?;
+    listener.listen_all(channels.iter().copied()).await?;
     Ok(listener)
 }
 
@@ -170,7 +234,7 @@ async fn subscribe(options: &PgConnectOptions) -> Result<PgListener, sqlx::Error
 /// `stop` (returns `false`).
 async fn receive(
     listener: &mut PgListener,
-    waker: &Waker,
+    to: &Subscribers,
     metrics: &Metrics,
     stop: &mut watch::Receiver<bool>,
     changes: &mut Option<watch::Receiver<Option<Host>>>,
@@ -186,16 +250,13 @@ async fn receive(
             next = listener.try_recv() => next,
         };
         match next {
-            Ok(Some(_)) => {
-                metrics.wakeup();
-                waker.wake_all();
-            }
+            Ok(Some(n)) => to.deliver(&n, metrics),
             Ok(None) => {
                 // The connection was lost (and re-established, LISTEN included): anything sent
                 // meanwhile is gone, so look once.
                 metrics.reconnect();
                 tracing::info!("wake-up listener reconnected");
-                waker.wake_all();
+                to.gap();
             }
             Err(e) => {
                 tracing::warn!(error = %e, "wake-up listener failed; reconnecting");

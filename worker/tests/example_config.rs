@@ -19,6 +19,7 @@ fn the_example_file_loads() {
         s.agent_tools.is_none(),
         "the agent tools are off unless enabled"
     );
+    assert!(s.ui.is_none(), "the panel is off unless enabled");
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tasklatch.example.toml");
     let missing = load(&path, &|_| None)
         .err()

@@ -9,6 +9,9 @@
 //! | POST | `/v1/threads/{thread}/cancel` | cancel by name (`{"name": …}`) |
 //! | GET | `/openapi.json`, `/metrics`, `/healthz`, `/readyz` | no authentication |
 //! | POST | `/mcp` | the agent tools over MCP, when switched on ([`crate::agent_tools`]) |
+//! | GET, POST | `/ui/…` | the background-task panel, when switched on ([`crate::ui`]) |
+//!
+//! `/ui` is not in `/openapi.json`: it is a browser surface behind a session cookie, not an API.
 //!
 //! At most `http.max_in_flight` requests are served at once; one more is 503 at once.
 //!
@@ -34,6 +37,7 @@ use crate::agent_tools;
 use crate::backlog::BacklogGauges;
 use crate::config::{AgentTools, Auth};
 use crate::metrics::Metrics;
+use crate::ui::{self, Panel};
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::middleware;
@@ -172,6 +176,8 @@ pub struct AppState<T> {
     pub openapi: Arc<str>,
     /// The agent tools served at `/mcp`; `None`: no `/mcp`.
     pub agent_tools: Option<Arc<AgentTools>>,
+    /// The background-task panel served at `/ui`; `None`: no `/ui`.
+    pub ui: Option<Arc<Panel>>,
 }
 
 impl<T> Clone for AppState<T> {
@@ -187,13 +193,14 @@ impl<T> Clone for AppState<T> {
             backlog: self.backlog.clone(),
             openapi: self.openapi.clone(),
             agent_tools: self.agent_tools.clone(),
+            ui: self.ui.clone(),
         }
     }
 }
 
-/// The whole API (with `/mcp` when `state.agent_tools` is set), with request bodies limited
-/// to `max_body_bytes` and at most `max_in_flight` requests served at once (more are answered
-/// 503 at once: module `shed`).
+/// The whole API (with `/mcp` when `state.agent_tools` is set, `/ui` when `state.ui` is), with
+/// request bodies limited to `max_body_bytes` and at most `max_in_flight` requests served at
+/// once (more are answered 503 at once: module `shed`).
 pub fn router<T: TaskService>(
     state: AppState<T>,
     max_body_bytes: usize,
@@ -202,6 +209,10 @@ pub fn router<T: TaskService>(
     let in_flight = Arc::new(Semaphore::new(max_in_flight));
     let tools = match state.agent_tools.clone() {
         Some(config) => agent_tools::route(&state, config, max_body_bytes),
+        None => Router::new(),
+    };
+    let panel = match state.ui.clone() {
+        Some(panel) => ui::route(panel),
         None => Router::new(),
     };
     Router::new()
@@ -227,6 +238,7 @@ pub fn router<T: TaskService>(
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz::<T>))
         .merge(tools)
+        .merge(panel)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))

@@ -36,7 +36,7 @@ pub struct ListQuery {
 }
 
 /// `/v1/threads/{thread}/tasks` as a scope, or `missing` when the thread cannot exist.
-fn scope_of(
+pub(crate) fn scope_of(
     caller: Caller,
     path: Result<Path<String>, PathRejection>,
     missing: fn() -> ApiError,
@@ -52,7 +52,7 @@ fn scope_of(
 }
 
 /// `/v1/threads/{thread}/tasks/{task}` as a scope and a task id (404 if either cannot exist).
-pub(super) fn scoped_task(
+pub(crate) fn scoped_task(
     caller: Caller,
     path: Result<Path<(String, String)>, PathRejection>,
 ) -> Result<(Scope, TaskId), ApiError> {

@@ -35,6 +35,36 @@ pub struct FileConfig {
     /// The agent tools over MCP at `/mcp` (off unless enabled).
     #[serde(default)]
     pub agent_tools: AgentToolsSection,
+    /// The background-task panel at `/ui` (off unless enabled).
+    #[serde(default)]
+    pub ui: UiSection,
+}
+
+/// `[ui]`: the background-task panel at `/ui/threads/{thread}` (`crate::ui`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UiSection {
+    /// Serve the panel (default false).
+    pub enabled: bool,
+    /// The pages that may show the panel in a frame (CSP `frame-ancestors`): origins such as
+    /// `https://chat.example.com`, or `'self'`; empty (the default): no page may.
+    pub frame_ancestors: Vec<String>,
+    /// Mark the session cookie `Secure` (default true: browsers then send it over HTTPS and to
+    /// `localhost` only).
+    pub secure_cookie: bool,
+    /// How long a browser session lasts, in minutes (default 480).
+    pub session_minutes: u64,
+}
+
+impl Default for UiSection {
+    fn default() -> Self {
+        UiSection {
+            enabled: false,
+            frame_ancestors: Vec::new(),
+            secure_cookie: true,
+            session_minutes: 480,
+        }
+    }
 }
 
 /// `[agent_tools]`: the MCP server at `/mcp` through which an agent lists, reads, cancels,

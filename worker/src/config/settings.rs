@@ -9,6 +9,7 @@
 use super::agent_tools::AgentTools;
 use super::file::{AuthMode, EngineSection, FileConfig, LoopsSection, RetentionSection};
 use super::load::ConfigError;
+use super::ui::Ui;
 use crate::retention::Retention;
 use sqlx::postgres::PgConnectOptions;
 use std::collections::BTreeMap;
@@ -97,6 +98,8 @@ pub struct Settings {
     pub agent_server: AgentServerConfig,
     /// The agent tools at `/mcp`; `None` when not served.
     pub agent_tools: Option<AgentTools>,
+    /// The background-task panel at `/ui`; `None` when not served.
+    pub ui: Option<Ui>,
 }
 
 impl Settings {
@@ -130,6 +133,7 @@ impl Settings {
         agent_server_fits(&file.agent_server, &policy)?;
         let auth = auth_of(&file)?;
         let agent_tools = AgentTools::check(&file.agent_tools, listen, &auth)?;
+        let ui = Ui::check(&file.ui)?;
         Ok(Settings {
             database,
             lanes,
@@ -144,6 +148,7 @@ impl Settings {
             mcp,
             agent_server: file.agent_server,
             agent_tools,
+            ui,
         })
     }
 }
@@ -493,7 +498,7 @@ pub fn is_hidden_control(c: char) -> bool {
         )
 }
 
-fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
+pub(super) fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
     place: &str,
     value: T,
     min: T,

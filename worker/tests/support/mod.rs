@@ -117,7 +117,7 @@ pub fn lazy_pool(url: &str, acquire_timeout: Option<Duration>) -> PgPool {
 /// The router's state: `tasks` behind it, ids seeded with `seed`, `auth`, the configured
 /// `servers` (also those of the OpenAPI document), `threads` for ownership, fresh metrics,
 /// readiness over `pool` with no lane heartbeats, no backlog gauges refresher and no agent
-/// tools.
+/// tools and no panel.
 pub fn app_state<T>(
     tasks: Arc<T>,
     seed: u64,
@@ -142,6 +142,7 @@ pub fn app_state<T>(
         backlog: None,
         openapi: openapi::document(servers.iter().copied()).into(),
         agent_tools: None,
+        ui: None,
     }
 }
 
