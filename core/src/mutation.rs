@@ -196,11 +196,19 @@ pub enum Mutant {
     /// whitespace or the text's ends, as if tokens were split on spaces: an id written inside
     /// JSON quotes, a URL path, parentheses or before a comma is shown.
     ShortSecretNeedsSpaces,
+    /// A cancel request repeated after the cancel work ended pushes the next poll out by the
+    /// sim's poll-backoff cap, as if the repeat were a failure: polling pauses (DOMAIN §6: a
+    /// repeat changes nothing).
+    RepeatCancelPausesPolls,
+    /// `input_required` reports are re-polled at the server's hint or the poll interval,
+    /// without the 60 s floor (DOMAIN §4): a task waiting on a person is polled every few
+    /// seconds.
+    InputRequiredFloorDropped,
 }
 
 impl Mutant {
     /// Every planted bug with a fixture that catches it.
-    pub const ALL: [Mutant; 48] = [
+    pub const ALL: [Mutant; 50] = [
         Mutant::FingerprintCheckSkipped,
         Mutant::VersionBumpWithoutChange,
         Mutant::LeaseExpiryNotChecked,
@@ -249,6 +257,8 @@ impl Mutant {
         Mutant::OutageRetriedAtOnce,
         Mutant::FingerprintCoversErrorText,
         Mutant::ShortSecretNeedsSpaces,
+        Mutant::RepeatCancelPausesPolls,
+        Mutant::InputRequiredFloorDropped,
         // `BudgetKillsNewerVersion` is planted but out of the table since unanswered launches
         // and lookups stopped counting against the budget (DOMAIN §3): budget dead letters now
         // come from failed runs only, and over seeds 0..200 none meets a newer version any more;
@@ -321,6 +331,8 @@ impl Mutant {
             Mutant::OutageRetriedAtOnce => "outage-retried-at-once",
             Mutant::FingerprintCoversErrorText => "fingerprint-covers-error-text",
             Mutant::ShortSecretNeedsSpaces => "short-secret-needs-spaces",
+            Mutant::RepeatCancelPausesPolls => "repeat-cancel-pauses-polls",
+            Mutant::InputRequiredFloorDropped => "input-required-floor-dropped",
         }
     }
 

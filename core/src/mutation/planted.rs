@@ -15,6 +15,7 @@ use crate::redaction::{MIN_REDACTABLE, PLACEHOLDER};
 use crate::status::{AnswerStatus, CancelStatus, DeadLetterReason, NotifyStatus, RemoteStatus};
 use crate::task::{Outbox, TaskRow};
 use crate::time::Timestamp;
+use crate::transitions::cancel::RequestResult;
 use crate::transitions::outbox::{NotifyAction, Recorded};
 
 /// `n + 1`: one more counted (a failure, an attempt) where the correct code counts none.
@@ -201,6 +202,20 @@ pub(crate) fn cancel_restarted(
     match status {
         CancelStatus::Done | CancelStatus::DeadLetter => (CancelStatus::Requested, Some(now)),
         CancelStatus::None | CancelStatus::Requested => (status, due_at),
+    }
+}
+
+/// [`super::Mutant::RepeatCancelPausesPolls`]: after a request that found one recorded already,
+/// the next poll is pushed out to `now` plus the sim's poll-backoff cap (40 s).
+pub(crate) fn repeat_paused_polls(
+    next_poll_at: Option<Timestamp>,
+    result: RequestResult,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    let paused = now.plus(std::time::Duration::from_secs(40));
+    match result {
+        RequestResult::AlreadyRequested => next_poll_at.map(|next| next.max(paused)),
+        RequestResult::Requested | RequestResult::AlreadyFinished => next_poll_at,
     }
 }
 

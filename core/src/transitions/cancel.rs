@@ -39,6 +39,10 @@ pub enum RequestResult {
 /// cancel already in progress, nor restart one that ended.
 pub fn request(row: &mut TaskRow, now: Timestamp) -> RequestResult {
     let result = record_request(row, now);
+    let next = row.poll.next_poll_at;
+    row.poll.next_poll_at = mutation::substitute(Mutant::RepeatCancelPausesPolls, next, |next| {
+        planted::repeat_paused_polls(next, result, now)
+    });
     debug_check_row(row);
     result
 }

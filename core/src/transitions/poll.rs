@@ -48,7 +48,10 @@ pub fn next_poll_delay(
     }
     let mut delay = hint.unwrap_or(policy.poll_interval).max(MIN_POLL_DELAY);
     if status == RemoteStatus::InputRequired {
-        delay = delay.max(INPUT_REQUIRED_FLOOR);
+        let floor = INPUT_REQUIRED_FLOOR;
+        let floor =
+            mutation::substitute(Mutant::InputRequiredFloorDropped, floor, |_| MIN_POLL_DELAY);
+        delay = delay.max(floor);
     }
     Some(delay.min(MAX_POLL_DELAY))
 }

@@ -23,6 +23,27 @@ impl Disturbances {
         Self { windows, lease_us }
     }
 
+    /// Like [`Self::of`], each window stretched by what its fault leaves behind
+    /// ([`FaultKind::lingers_ms`]): for rules whose bound is short enough that a stalled lane
+    /// or a stepped clock outlasting the window shows.
+    pub(super) fn of_lingering(
+        f: &Facts<'_>,
+        lease_us: u64,
+        pick: impl Fn(&FaultKind) -> bool,
+    ) -> Self {
+        let windows = f
+            .plan
+            .faults
+            .iter()
+            .filter(|fault| pick(&fault.kind))
+            .map(|fault| {
+                let end_ms = fault.at_ms + fault.for_ms + fault.kind.lingers_ms();
+                (fault.at_ms * 1_000, end_ms * 1_000)
+            })
+            .collect();
+        Self { windows, lease_us }
+    }
+
     /// What the windows overlapping `from..to` add: each its part inside, plus a lease.
     pub(super) fn extra(&self, from: u64, to: u64) -> u64 {
         self.windows

@@ -230,6 +230,12 @@ impl<'a> Facts<'a> {
             .filter_map(|n| self.task_ids.get(n).copied())
     }
 
+    /// Whether remote task `remote_id` is held by exactly one stored task (the duplicate-handle
+    /// quirk hands one remote task to several submits; their rows' work interleaves).
+    pub fn held_alone(&self, remote_id: &str) -> bool {
+        self.holders.get(remote_id).map_or(0, Vec::len) == 1
+    }
+
     /// `task-{n}` of a task id.
     pub fn label(&self, task_id: &str) -> Option<String> {
         self.n_of.get(task_id).map(|n| task_label(*n))

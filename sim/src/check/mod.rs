@@ -24,6 +24,7 @@ mod missing_runs;
 mod orphans;
 mod reading;
 mod repeats;
+mod report_spacing;
 mod retention;
 mod runs;
 mod seal;
@@ -213,6 +214,7 @@ pub fn check(plan: &Plan, entries: &[Entry]) -> Verdict {
     repeats::check(&facts, &mut v);
     acknowledged::check(&facts, &mut v);
     spacing::check(&facts, &mut v);
+    report_spacing::check(&facts, &mut v);
     degraded::check(&facts, &mut v);
     retention::check(&facts, &mut v);
     v

@@ -65,5 +65,5 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
 fn sole_remote<'a>(f: &Facts<'a>, task_id: &str) -> Option<&'a str> {
     let n = f.n_of.get(task_id)?;
     let remote = *f.held.get(n)?;
-    (f.holders.get(remote).map_or(0, Vec::len) == 1).then_some(remote)
+    f.held_alone(remote).then_some(remote)
 }

@@ -706,6 +706,22 @@ pub struct Excuse {
 }
 
 impl FaultKind {
+    /// How long past its window the fault may still hold a worker back: a lane's stall after an
+    /// answer and a clock stepped back stay after the window closes (the clock until 20 s after
+    /// the stall; a stepped-back clock sees due times that much later). 0 for the others.
+    pub fn lingers_ms(&self) -> u64 {
+        const CLOCK_STAYS_BACK_MS: u64 = 20_000;
+        match *self {
+            FaultKind::PauseAfterAnswer {
+                pause_ms,
+                clock_back_ms,
+                ..
+            } => pause_ms + CLOCK_STAYS_BACK_MS + clock_back_ms,
+            FaultKind::StepAtNews { back_ms, .. } => CLOCK_STAYS_BACK_MS + back_ms,
+            _ => 0,
+        }
+    }
+
     /// Which faults excuse lateness: what a fault of this kind can hold back (see [`Excuse`]),
     /// the one answer the checker's lateness rules ask. No catch-all arm: a new kind does not
     /// compile until its author decides.

@@ -9,6 +9,7 @@
 //! pass added since draws from a stream of its own, so that adding one leaves every other draw
 //! of every seed as it was.
 
+mod acked_repeat;
 mod busy_news;
 mod faults;
 mod fresh_dead_letter;
@@ -73,6 +74,10 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         busy_news,
     );
     quiet::quiet_long_outage(&mut Stream::QuietOutage.rng(seed), &mut faults);
+    let mut acked = Stream::AckedRepeat.rng(seed);
+    user.extend(acked_repeat::draw(
+        &mut acked, &mut tasks, &user, &faults, LAST_MS,
+    ));
     let plan = Plan {
         seed,
         workers: swarm.workers,

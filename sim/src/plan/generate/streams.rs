@@ -93,6 +93,9 @@ streams! {
     /// A dead letter made fresh under retention and requeued after the ordinary retention age
     /// ("freshdl").
     FreshDeadLetter = 0x0066_7265_7368_646c,
+    /// A cancel acknowledged while the task keeps working, asked again after the cancel work
+    /// ended ("ackrept").
+    AckedRepeat = 0x0061_636b_7265_7074,
     /// Not a plan stream: the `mcp` host's draws as the world runs, the random tags in the
     /// secrets of each remote task it creates ("mcps").
     McpHost = 0x6d63_7073,
