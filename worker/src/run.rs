@@ -297,12 +297,13 @@ async fn start(settings: &Settings) -> Result<Running, StartError> {
     state.ui = panel(settings, subscribers.threads, &stop_rx);
     // The API outlives the lanes: it answers (readiness 503 included) until they are done.
     let (api_stop_tx, api_stop_rx) = watch::channel(false);
+    // Logged before the API serves: whoever sees `/readyz` answer finds the line written.
+    log_started(settings, engines.len());
     tasks.spawn(serve(
         listener,
         router(state, settings.max_body_bytes, settings.max_in_flight),
         api_stop_rx,
     ));
-    log_started(settings, engines.len());
     Ok(Running {
         engines,
         lanes,
