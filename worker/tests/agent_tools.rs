@@ -22,81 +22,32 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{app_state, bearer, lazy_pool, mem_engine, send};
-use tasklatch_core::ids::{OwnerId, ServerId, ThreadId};
-use tasklatch_core::ports::{Driver, DriverError, SubmitRequest, Submitted};
-use tasklatch_core::secret::{RemoteHandle, Secret};
+use support::{
+    app_state, bearer, lazy_pool, mem_engine, report, send, PlantedDriver, PrefixOwners,
+};
+use tasklatch_core::ports::DriverError;
 use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_worker::api::router;
-use tasklatch_worker::api::threads::{OwnerCheck, ThreadOwners};
 use tasklatch_worker::config::AgentTools;
 
 const SECRET: &str = "RT-PLANTED-TOOLS-SECRET";
 const THREAD_HEADER: &str = "x-run-thread";
 const BODY_LIMIT: usize = 8 << 10;
 
-/// Starts every task `working` (tool `ask`: `input_required`, asking `[q1]`) with a handle
-/// holding planted secrets; counts the submits it received.
-#[derive(Default)]
-struct PlantedDriver(Arc<AtomicU32>);
-
-impl Driver for PlantedDriver {
-    async fn submit(&self, req: &SubmitRequest) -> Result<Submitted, DriverError> {
-        let n = self.0.fetch_add(1, Ordering::SeqCst);
-        let id = format!("{SECRET}-{n}");
-        let (status, input_request) = match req.tool.as_str() {
-            "ask" => ("input_required", Some("[q1] Which colour?".to_owned())),
-            _ => ("working", None),
-        };
-        let report = RemoteReport {
-            task_id: id.clone(),
-            status: status.into(),
-            input_request,
-            ..RemoteReport::default()
-        };
-        Ok(Submitted {
-            report: Some(report),
-            handle: RemoteHandle {
-                remote_task_id: Secret::new(id),
-                driver_data: Secret::new(format!("{{\"session\":\"{SECRET}-SESSION\"}}")),
-            },
-        })
+/// Tool `ask` asks `[q1]`; anything else is `working`.
+fn first_report(tool: &str, id: &str) -> Result<RemoteReport, DriverError> {
+    let mut first = report(id, "working");
+    if tool == "ask" {
+        first.status = "input_required".into();
+        first.input_request = Some("[q1] Which colour?".into());
     }
-    async fn get_status(
-        &self,
-        _: &ServerId,
-        _: &RemoteHandle,
-    ) -> Result<RemoteReport, DriverError> {
-        Err(DriverError::UnknownTask)
-    }
-    async fn cancel(&self, _: &ServerId, _: &RemoteHandle) -> Result<RemoteReport, DriverError> {
-        Err(DriverError::UnknownTask)
-    }
-    async fn answer(
-        &self,
-        _: &ServerId,
-        _: &RemoteHandle,
-        _: &str,
-        _: &Secret,
-    ) -> Result<(), DriverError> {
-        Ok(())
-    }
-}
-
-/// A thread belongs to the owner its id starts with (`alice-1` is alice's).
-struct PrefixOwners;
-
-impl ThreadOwners for PrefixOwners {
-    fn usable<'a>(&'a self, owner: &'a OwnerId, thread: &'a ThreadId) -> OwnerCheck<'a> {
-        let mine = thread.0.starts_with(&format!("{}-", owner.0));
-        Box::pin(async move { Ok(mine) })
-    }
+    Ok(first)
 }
 
 /// The router with the agent tools (`read_only` or not), and the driver's submit count.
 fn app(read_only: bool) -> (Router, Arc<AtomicU32>) {
-    let driver = PlantedDriver::default();
-    let submits = driver.0.clone();
+    let driver = PlantedDriver::new(SECRET, first_report);
+    let submits = driver.submits.clone();
     let engine = Arc::new(mem_engine(driver, "tools-test-0"));
     let auth = bearer(&[("tok-alice", "alice"), ("tok-bob", "bob")]);
     let pool = lazy_pool(

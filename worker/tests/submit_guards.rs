@@ -12,72 +12,14 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{app_state, bearer, call, lazy_pool, mem_engine, EveryThread};
+use support::{
+    app_state, bearer, call, lazy_pool, mem_engine, working, EveryThread, Gate, PlantedDriver,
+};
 use tasklatch_agent_server::{AgentServerConfig, AgentServerLauncher};
-use tasklatch_core::ids::ServerId;
-use tasklatch_core::ports::{Driver, DriverError, SubmitRequest, Submitted};
-use tasklatch_core::secret::{RemoteHandle, Secret};
-use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_peers::{start_langgraph, PeerProcess};
 use tasklatch_worker::api::router;
 use tasklatch_worker::api::threads::ThreadOwners;
 use tokio::sync::{Notify, Semaphore};
-
-/// Counts the remote tasks it starts; every one is `working`. With a gate, each submit waits
-/// for a permit before it starts its task (`entered` tells that it is waiting).
-#[derive(Default)]
-struct CountingDriver {
-    started: Arc<AtomicU32>,
-    gate: Option<Gate>,
-}
-
-#[derive(Clone)]
-struct Gate {
-    entered: Arc<Notify>,
-    permits: Arc<Semaphore>,
-}
-
-impl Driver for CountingDriver {
-    async fn submit(&self, _: &SubmitRequest) -> Result<Submitted, DriverError> {
-        if let Some(gate) = &self.gate {
-            gate.entered.notify_one();
-            let permit = gate.permits.acquire().await;
-            permit.unwrap_or_else(|e| panic!("{e}")).forget();
-        }
-        let n = self.started.fetch_add(1, Ordering::SeqCst);
-        let id = format!("remote-{n}");
-        Ok(Submitted {
-            report: Some(RemoteReport {
-                task_id: id.clone(),
-                status: "working".into(),
-                ..RemoteReport::default()
-            }),
-            handle: RemoteHandle {
-                remote_task_id: Secret::new(id),
-                driver_data: Secret::new("{}".to_owned()),
-            },
-        })
-    }
-    async fn get_status(
-        &self,
-        _: &ServerId,
-        _: &RemoteHandle,
-    ) -> Result<RemoteReport, DriverError> {
-        Err(DriverError::UnknownTask)
-    }
-    async fn cancel(&self, _: &ServerId, _: &RemoteHandle) -> Result<RemoteReport, DriverError> {
-        Err(DriverError::UnknownTask)
-    }
-    async fn answer(
-        &self,
-        _: &ServerId,
-        _: &RemoteHandle,
-        _: &str,
-        _: &Secret,
-    ) -> Result<(), DriverError> {
-        Ok(())
-    }
-}
 
 /// The router over `threads`, and the count of remote tasks started through it.
 fn guarded_app(threads: Arc<dyn ThreadOwners>) -> (Router, Arc<AtomicU32>) {
@@ -85,11 +27,12 @@ fn guarded_app(threads: Arc<dyn ThreadOwners>) -> (Router, Arc<AtomicU32>) {
 }
 
 fn gated_app(threads: Arc<dyn ThreadOwners>, gate: Option<Gate>) -> (Router, Arc<AtomicU32>) {
-    let driver = CountingDriver {
-        started: Arc::default(),
-        gate,
+    let driver = PlantedDriver::new("remote", working);
+    let driver = match gate {
+        Some(gate) => driver.gated(gate),
+        None => driver,
     };
-    let started = driver.started.clone();
+    let started = driver.submits.clone();
     let engine = mem_engine(driver, "guards-0");
     let auth = bearer(&[("tok-alice", "alice"), ("tok-bob", "bob")]);
     let pool = lazy_pool("postgres://u@127.0.0.1:1/db", None);

@@ -15,17 +15,15 @@ use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{app_state, bearer, IdleLauncher};
+use support::{app_state, bearer, report, IdleLauncher, PlantedDriver, PrefixOwners};
 use tasklatch_core::engine::Engine;
-use tasklatch_core::ids::{OwnerId, ServerId, ThreadId, WorkerId};
+use tasklatch_core::ids::{OwnerId, ThreadId, WorkerId};
 use tasklatch_core::policy::Policy;
-use tasklatch_core::ports::{Driver, DriverError, SubmitRequest, Submitted};
-use tasklatch_core::secret::{RemoteHandle, Secret};
+use tasklatch_core::ports::DriverError;
 use tasklatch_core::snapshot::RemoteReport;
 use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::PgStore;
 use tasklatch_worker::api::router;
-use tasklatch_worker::api::threads::{OwnerCheck, ThreadOwners};
 use tasklatch_worker::clock::SystemClock;
 use tasklatch_worker::config::Ui;
 use tasklatch_worker::metrics::Metrics;
@@ -40,66 +38,22 @@ const HOSTILE_RESULT: &str = r#"<img src=x onerror='alert(1)'> "done""#;
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                    img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
-/// Starts tool `done` completed with [`HOSTILE_RESULT`], tool `ask` asking `[q1]`, anything
-/// else `working`; every handle holds [`SECRET`].
-struct PlantedDriver;
-
-impl Driver for PlantedDriver {
-    async fn submit(&self, req: &SubmitRequest) -> Result<Submitted, DriverError> {
-        let id = format!("{SECRET}-{}", tasklatch_pg::harness::random_u64());
-        let mut report = RemoteReport {
-            task_id: id.clone(),
-            status: "working".into(),
-            ..RemoteReport::default()
-        };
-        match req.tool.as_str() {
-            "done" => {
-                report.status = "completed".into();
-                report.result = Some(HOSTILE_RESULT.into());
-            }
-            "ask" => {
-                report.status = "input_required".into();
-                report.input_request = Some("[q1] Which colour?".into());
-            }
-            _ => {}
+/// Tool `done` completes with [`HOSTILE_RESULT`], tool `ask` asks `[q1]`, anything else is
+/// `working`.
+fn first_report(tool: &str, id: &str) -> Result<RemoteReport, DriverError> {
+    let mut first = report(id, "working");
+    match tool {
+        "done" => {
+            first.status = "completed".into();
+            first.result = Some(HOSTILE_RESULT.into());
         }
-        Ok(Submitted {
-            report: Some(report),
-            handle: RemoteHandle {
-                remote_task_id: Secret::new(id),
-                driver_data: Secret::new(format!("{{\"session\":\"{SECRET}-SESSION\"}}")),
-            },
-        })
+        "ask" => {
+            first.status = "input_required".into();
+            first.input_request = Some("[q1] Which colour?".into());
+        }
+        _ => {}
     }
-    async fn get_status(
-        &self,
-        _: &ServerId,
-        _: &RemoteHandle,
-    ) -> Result<RemoteReport, DriverError> {
-        Err(DriverError::UnknownTask)
-    }
-    async fn cancel(&self, _: &ServerId, _: &RemoteHandle) -> Result<RemoteReport, DriverError> {
-        Err(DriverError::UnknownTask)
-    }
-    async fn answer(
-        &self,
-        _: &ServerId,
-        _: &RemoteHandle,
-        _: &str,
-        _: &Secret,
-    ) -> Result<(), DriverError> {
-        Ok(())
-    }
-}
-
-/// A thread belongs to the owner its id starts with (`alice-1` is alice's).
-struct PrefixOwners;
-
-impl ThreadOwners for PrefixOwners {
-    fn usable<'a>(&'a self, owner: &'a OwnerId, thread: &'a ThreadId) -> OwnerCheck<'a> {
-        let mine = thread.0.starts_with(&format!("{}-", owner.0));
-        Box::pin(async move { Ok(mine) })
-    }
+    Ok(first)
 }
 
 /// A worker's API with the panel on a loopback port, its database, and the stop signal.
@@ -130,7 +84,7 @@ impl Harness {
         let pool = db.pool().clone();
         let engine = Engine::new(
             PgStore::new(pool.clone(), Policy::default()),
-            PlantedDriver,
+            PlantedDriver::new(SECRET, first_report),
             IdleLauncher,
             SystemClock,
             WorkerId::from("panel-test-0"),

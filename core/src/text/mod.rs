@@ -19,6 +19,7 @@
 mod detail;
 mod fold;
 mod frame;
+mod html;
 mod neutralise;
 mod prompt;
 mod public;
@@ -27,6 +28,7 @@ pub(crate) mod test_support;
 
 pub use detail::{AnswerView, CancelProgress, TaskDetail, MAX_DETAIL_PREVIEW};
 pub use frame::{count_markers, frame, BEGIN_MARKER, END_MARKER};
+pub use html::{escape_html, push_escaped};
 pub use neutralise::{neutralise, DENIED_TAGS, DENIED_TOKENS};
 pub use prompt::{notification_prompt, NOTIFICATION_INSTRUCTION};
 pub use public::{context_projection, ContextEntry, PublicTask};

@@ -234,4 +234,28 @@ mod test_support {
             event,
         }
     }
+
+    /// Plan task `n` submitted, created remotely (`r1`, driver data `d1`) and stored as `t1`, all
+    /// at 0 s.
+    pub(super) fn stored_task(n: u32) -> Vec<Entry> {
+        let submit = Seen::SubmitSent {
+            n,
+            task_id: "t1".into(),
+        };
+        let created = Seen::RemoteCreated {
+            n,
+            remote_id: "r1".into(),
+            driver_data: "d1".into(),
+        };
+        let stored = Seen::StoreInsert {
+            task_id: "t1".into(),
+            outcome: Ok(0),
+            dropped: false,
+        };
+        vec![
+            at(0, "user", submit),
+            at(0, "mcp", created),
+            at(0, "db", stored),
+        ]
+    }
 }

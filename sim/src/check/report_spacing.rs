@@ -284,7 +284,7 @@ fn micros(d: Duration) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use crate::check::test_support::at;
+    use crate::check::test_support::{at, stored_task};
     use crate::check::{check, Invariant};
     use crate::history::write_action::WriteAction;
     use crate::history::{Entry, RemoteOp, RowWrite, Seen};
@@ -362,35 +362,7 @@ mod tests {
         let mut plan = generate(0, &Knobs::default());
         plan.faults.clear();
         let n = plan.tasks[0].n;
-        let (remote_id, driver_data) = ("r1".to_string(), "d1".to_string());
-        let mut entries = vec![
-            at(
-                0,
-                "user",
-                Seen::SubmitSent {
-                    n,
-                    task_id: "t1".into(),
-                },
-            ),
-            at(
-                0,
-                "mcp",
-                Seen::RemoteCreated {
-                    n,
-                    remote_id,
-                    driver_data,
-                },
-            ),
-            at(
-                0,
-                "db",
-                Seen::StoreInsert {
-                    task_id: "t1".into(),
-                    outcome: Ok(0),
-                    dropped: false,
-                },
-            ),
-        ];
+        let mut entries = stored_task(n);
         entries.extend(before(n));
         for (k, (secs, status)) in polls.iter().enumerate() {
             entries.extend(served(*secs, status));

@@ -97,7 +97,7 @@ pub(super) fn check(f: &Facts<'_>, v: &mut Verdict) {
 
 #[cfg(test)]
 mod tests {
-    use crate::check::test_support::at;
+    use crate::check::test_support::{at, stored_task};
     use crate::check::{check, Invariant};
     use crate::history::{RemoteOp, Seen};
     use crate::plan::fault::{Fault, FaultKind};
@@ -121,34 +121,7 @@ mod tests {
         let mut plan = generate(0, &Knobs::default());
         plan.faults = faults;
         let n = plan.tasks[0].n;
-        let mut entries = vec![
-            at(
-                0,
-                "user",
-                Seen::SubmitSent {
-                    n,
-                    task_id: "t1".into(),
-                },
-            ),
-            at(
-                0,
-                "mcp",
-                Seen::RemoteCreated {
-                    n,
-                    remote_id: "r1".into(),
-                    driver_data: "d1".into(),
-                },
-            ),
-            at(
-                0,
-                "db",
-                Seen::StoreInsert {
-                    task_id: "t1".into(),
-                    outcome: Ok(0),
-                    dropped: false,
-                },
-            ),
-        ];
+        let mut entries = stored_task(n);
         for secs in [0, 30, 130] {
             entries.push(at(
                 secs,

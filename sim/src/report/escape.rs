@@ -7,6 +7,8 @@
 //! the input becomes a space), no bidirectional control and no Unicode non-character. It is
 //! therefore safe as element content and inside a quoted attribute value, in HTML and in XML.
 
+use tasklatch_core::text::push_escaped;
+
 /// Longest text, in characters, that one title line or table cell carries.
 pub const MAX_TEXT_CHARS: usize = 240;
 
@@ -32,14 +34,7 @@ pub fn clipped(s: &str, max_chars: usize) -> String {
             return out;
         }
         kept += 1;
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
+        push_escaped(&mut out, c);
     }
     out
 }

@@ -112,24 +112,7 @@ fn allowed_hosts(entries: &[String], listen: SocketAddr) -> Result<Vec<String>, 
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{parse, Settings};
-
-    const BASE: &str = r#"
-        [database]
-        url = "postgres://u:p@127.0.0.1/db"
-        [auth]
-        tokens = [{ owner = "alice", sha256 = "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90" }]
-        [servers.research]
-        url = "http://127.0.0.1:1/mcp"
-        [agent_server]
-        base_url = "http://127.0.0.1:2"
-        assistant_id = "agent"
-    "#;
-
-    fn check(extra: &str) -> Result<Settings, String> {
-        let c = parse(&format!("{extra}\n{BASE}"), &|_| None).map_err(|e| e.to_string())?;
-        Settings::check(c).map_err(|e| e.to_string())
-    }
+    use crate::config::test_support::{check as check_text, check_with as check, BASE};
 
     #[test]
     fn the_tools_are_off_by_default_and_on_with_safe_defaults() {
@@ -209,11 +192,7 @@ mod tests {
             "mode = \"trusted_proxy\"\nproxy_header = \"x-user\"",
         );
         let text = format!("[agent_tools]\nenabled = true\nthread_header = \"X-User\"\n{proxy}");
-        let c = parse(&text, &|_| None).unwrap_or_else(|e| panic!("{e}"));
-        let e = Settings::check(c)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let e = check_text(&text).err().unwrap_or_default();
         assert!(e.contains("agent_tools.thread_header"), "{e}");
     }
 }

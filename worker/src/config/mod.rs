@@ -13,6 +13,8 @@ mod agent_tools;
 mod file;
 mod load;
 mod settings;
+#[cfg(test)]
+mod test_support;
 mod ui;
 
 pub use crate::retention::Retention;

@@ -516,24 +516,7 @@ pub(super) fn in_range<T: PartialOrd + std::fmt::Display + Copy>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::parse;
-
-    const BASE: &str = r#"
-        [database]
-        url = "postgres://u:PLANTED-DB-PASSWORD@127.0.0.1/db"
-        [auth]
-        tokens = [{ owner = "alice", sha256 = "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90" }]
-        [servers.research]
-        url = "http://127.0.0.1:1/mcp"
-        [agent_server]
-        base_url = "http://127.0.0.1:2"
-        assistant_id = "agent"
-    "#;
-
-    fn check(text: &str) -> Result<Settings, String> {
-        let c = parse(text, &|_| None).map_err(|e| e.to_string())?;
-        Settings::check(c).map_err(|e| e.to_string())
-    }
+    use crate::config::test_support::{check, BASE};
 
     #[test]
     fn the_minimal_file_gets_safe_defaults() {

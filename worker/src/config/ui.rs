@@ -99,24 +99,7 @@ fn valid_ancestor(entry: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{parse, Settings};
-
-    const BASE: &str = r#"
-        [database]
-        url = "postgres://u:p@127.0.0.1/db"
-        [auth]
-        tokens = [{ owner = "alice", sha256 = "2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90" }]
-        [servers.research]
-        url = "http://127.0.0.1:1/mcp"
-        [agent_server]
-        base_url = "http://127.0.0.1:2"
-        assistant_id = "agent"
-    "#;
-
-    fn check(extra: &str) -> Result<Settings, String> {
-        let c = parse(&format!("{extra}\n{BASE}"), &|_| None).map_err(|e| e.to_string())?;
-        Settings::check(c).map_err(|e| e.to_string())
-    }
+    use crate::config::test_support::check_with as check;
 
     #[test]
     fn the_panel_is_off_by_default_and_on_with_safe_defaults() {

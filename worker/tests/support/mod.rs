@@ -3,6 +3,10 @@
 //! task), the builders of the engine and of the router's state, and the request helpers.
 #![allow(dead_code)]
 
+mod planted;
+#[allow(unused_imports)]
+pub use planted::*;
+
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use axum::Router;
