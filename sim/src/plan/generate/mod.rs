@@ -2,8 +2,8 @@
 //! draws the workload and the timed faults. Same seed, same plan.
 //!
 //! [`generate`] draws the parts in order — `swarm`, `workload`, `users`, `faults`,
-//! `scenarios` (with `fresh_dead_letter`), then `quiet`, which drops faults around a long
-//! outage — each part taking what it reads of the parts before as parameters. Every
+//! `scenarios` (with `fresh_dead_letter`), `busy_news`, then `quiet`, which drops faults around a
+//! long outage, then `held_news` and `acked_repeat`, which look for calm stretches — each part taking what it reads of the parts before as parameters. Every
 //! draw comes from one of the seed's [`Stream`]s: the swarm stream (the seed itself) draws the
 //! swarm, the tasks, the users' first actions and the families' faults, in that order; every
 //! pass added since draws from a stream of its own, so that adding one leaves every other draw
@@ -13,6 +13,7 @@ mod acked_repeat;
 mod busy_news;
 mod faults;
 mod fresh_dead_letter;
+mod held_news;
 mod lost_create_acks;
 mod quiet;
 mod scenarios;
@@ -74,6 +75,15 @@ pub fn generate(seed: u64, knobs: &Knobs) -> Plan {
         busy_news,
     );
     quiet::quiet_long_outage(&mut Stream::QuietOutage.rng(seed), &mut faults);
+    let mut held = Stream::HeldNews.rng(seed);
+    let workers = swarm.workers;
+    user.extend(held_news::draw(
+        &mut held,
+        &mut tasks,
+        &mut faults,
+        workers,
+        LAST_MS,
+    ));
     let mut acked = Stream::AckedRepeat.rng(seed);
     user.extend(acked_repeat::draw(
         &mut acked, &mut tasks, &user, &faults, LAST_MS,

@@ -96,6 +96,9 @@ streams! {
     /// A cancel acknowledged while the task keeps working, asked again after the cancel work
     /// ended ("ackrept").
     AckedRepeat = 0x0061_636b_7265_7074,
+    /// A question answered and followed by news while every launch is held on the wire
+    /// ("heldnews").
+    HeldNews = 0x6865_6c64_6e65_7773,
     /// Not a plan stream: the `mcp` host's draws as the world runs, the random tags in the
     /// secrets of each remote task it creates ("mcps").
     McpHost = 0x6d63_7073,
