@@ -44,3 +44,40 @@ pub(super) fn draw(rng: &mut ChaCha8Rng, tasks: &mut [TaskPlan]) -> Option<Fault
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::generate::{generate, Knobs, Stream};
+
+    #[test]
+    fn three_seeds_in_five_crowd_three_changes_under_one_slow_runs_window() {
+        let mut drawn = 0;
+        for seed in 0..200 {
+            let mut tasks = generate(seed, &Knobs::default()).tasks;
+            let Some(fault) = draw(&mut Stream::BusyNews.rng(seed), &mut tasks) else {
+                continue;
+            };
+            drawn += 1;
+            let FaultKind::SlowRuns { run_ms } = fault.kind else {
+                panic!("seed {seed}: {fault:?}");
+            };
+            assert!((15_000..25_000).contains(&run_ms), "seed {seed}");
+            // The window opens at a change followed by two more within 3-5 s each.
+            let crowded = tasks.iter().any(|t| {
+                t.hint_secs == Some(1.0)
+                    && t.steps.windows(3).any(|w| {
+                        let opens = t.submit_at_ms + w[0].after_ms == fault.at_ms;
+                        let gaps = [w[1].after_ms - w[0].after_ms, w[2].after_ms - w[1].after_ms];
+                        opens && gaps.iter().all(|g| (3_000..5_000).contains(g))
+                    })
+            });
+            assert!(
+                crowded,
+                "seed {seed}: no three close changes at {}",
+                fault.at_ms
+            );
+        }
+        assert!((80..=150).contains(&drawn), "{drawn} of 200 seeds");
+    }
+}

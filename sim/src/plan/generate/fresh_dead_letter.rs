@@ -42,3 +42,48 @@ pub(super) fn draw(rng: &mut ChaCha8Rng, tasks: &[TaskPlan]) -> Option<[UserActi
     };
     Some([delete, requeue])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::generate::{generate, Knobs, Stream};
+    use crate::plan::timing::{DEAD_LETTERS_AFTER, RETENTION_AFTER};
+
+    #[test]
+    fn two_seeds_in_five_delete_a_thread_just_before_its_task_ends_and_requeue_after_retention_age()
+    {
+        let mut drawn = 0;
+        for seed in 0..200 {
+            let plan = generate(seed, &Knobs::default());
+            let rng = &mut Stream::FreshDeadLetter.rng(seed);
+            let Some([delete, requeue]) = draw(rng, &plan.tasks) else {
+                continue;
+            };
+            drawn += 1;
+            let (
+                UserAction::DeleteThread { at_ms: deleted, .. },
+                UserAction::Requeue { task, at_ms },
+            ) = (delete, requeue)
+            else {
+                panic!("seed {seed}: a deletion and a requeue, in this order");
+            };
+            let t = plan
+                .task(task)
+                .unwrap_or_else(|| panic!("seed {seed}: task {task}"));
+            let end = t.submit_at_ms + t.steps.last().map_or(0, |s| s.after_ms);
+            assert!(
+                (end - 2_000..end - 500 + 1).contains(&deleted),
+                "seed {seed}"
+            );
+            let after = at_ms - end;
+            let retention = RETENTION_AFTER.as_millis() as u64;
+            let dead_letters = DEAD_LETTERS_AFTER.as_millis() as u64;
+            assert!(
+                after > retention && after < dead_letters,
+                "seed {seed}: {after} ms"
+            );
+            assert!(at_ms < LAST_MS, "seed {seed}");
+        }
+        assert!((50..=110).contains(&drawn), "{drawn} of 200 seeds");
+    }
+}
