@@ -226,6 +226,7 @@ pub struct Metrics {
     cancel_failures: Family<ServerLabel, Counter>,
     submitted: Counter,
     tool_calls: Family<ToolCallLabel, Counter>,
+    panel_streams: Gauge,
     pass_seconds: Family<LoopLabel, Histogram, fn() -> Histogram>,
     notification_latency: Histogram,
     passes: Counter,
@@ -274,6 +275,7 @@ impl Metrics {
             cancel_failures: Family::default(),
             submitted: Counter::default(),
             tool_calls: Family::default(),
+            panel_streams: Gauge::default(),
             pass_seconds: Family::new_with_constructor(latency_histogram),
             notification_latency: latency_histogram(),
             passes: Counter::default(),
@@ -519,6 +521,11 @@ impl Metrics {
             "Agent tool calls at /mcp, by tool and outcome",
             self.tool_calls.clone(),
         );
+        r.register(
+            "ui_streams",
+            "Panel push streams (server-sent events) open now",
+            self.panel_streams.clone(),
+        );
         r.register("passes", "Engine passes", self.passes.clone());
         r.register(
             "wakeups",
@@ -736,6 +743,15 @@ impl Metrics {
         self.tool_calls
             .get_or_create(&ToolCallLabel { tool, outcome })
             .inc();
+    }
+
+    /// A panel push stream opened (`true`) or ended (`false`).
+    pub fn panel_stream(&self, open: bool) {
+        if open {
+            self.panel_streams.inc();
+        } else {
+            self.panel_streams.dec();
+        }
     }
 
     /// Loop `kind`'s pass took `took`.

@@ -61,7 +61,7 @@ struct Harness {
     addr: SocketAddr,
     http: reqwest::Client,
     db: TestDb,
-    _stop: watch::Sender<bool>,
+    stop: watch::Sender<bool>,
 }
 
 /// An HTTP answer read whole.
@@ -129,7 +129,7 @@ impl Harness {
             addr,
             http,
             db,
-            _stop: stop,
+            stop,
         }
     }
 
@@ -518,7 +518,7 @@ async fn json_answers_304_while_unchanged_and_a_new_etag_after_a_change() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_stream_pushes_a_change_of_its_thread_within_seconds() {
+async fn the_stream_pushes_a_change_of_its_thread_within_seconds_and_is_counted_while_open() {
     let h = Harness::start().await;
     let task = h.submit("tok-alice", "alice-1", "work", "watched").await;
     let alice = h.sign_in("tok-alice").await;
@@ -542,6 +542,18 @@ async fn the_stream_pushes_a_change_of_its_thread_within_seconds() {
     let after = changed.elapsed();
     assert!(after < Duration::from_secs(3), "pushed after {after:?}");
     assert_eq!(seen.matches("event: change").count(), 1, "{seen}");
+    let open = h.req("GET", "/metrics", With::default()).await.body;
+    assert!(open.contains("\ntasklatch_ui_streams 1\n"), "{open}");
+    // The worker stopping ends the stream, and the gauge follows.
+    let _ = h.stop.send(true);
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(Some(_)) = stream.chunk().await {}
+    });
+    ended
+        .await
+        .unwrap_or_else(|_| panic!("the stream outlived the stop"));
+    let closed = h.req("GET", "/metrics", With::default()).await.body;
+    assert!(closed.contains("\ntasklatch_ui_streams 0\n"), "{closed}");
     h.db.cleanup().await;
 }
 

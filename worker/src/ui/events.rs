@@ -15,12 +15,14 @@ use crate::api::auth::Caller;
 use crate::api::tasks::scope_of;
 use crate::api::threads::check_submit_thread;
 use crate::api::{ApiError, AppState, TaskService};
+use crate::metrics::Metrics;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, watch, OwnedSemaphorePermit};
@@ -30,13 +32,36 @@ pub const MAX_STREAMS: usize = 1_000;
 /// How often an idle stream sends a comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// What one open stream holds: its permit is released when the stream is dropped.
+/// What one open stream holds: its permit is released, and the open-streams gauge lowered, when
+/// the stream is dropped.
 struct Stream {
     changes: broadcast::Receiver<Change>,
     key: String,
     stop: watch::Receiver<bool>,
     ready_sent: bool,
+    _open: Open,
+}
+
+/// An open stream's share of the limit and of the gauge `tasklatch_ui_streams`.
+struct Open {
     _permit: OwnedSemaphorePermit,
+    metrics: Arc<Metrics>,
+}
+
+impl Open {
+    fn new(permit: OwnedSemaphorePermit, metrics: Arc<Metrics>) -> Open {
+        metrics.panel_stream(true);
+        Open {
+            _permit: permit,
+            metrics,
+        }
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.metrics.panel_stream(false);
+    }
 }
 
 /// The stream (the module's contract).
@@ -59,7 +84,7 @@ pub async fn events<T: TaskService>(
         key: thread_key(&scope.owner, &scope.thread),
         stop: panel.stop.clone(),
         ready_sent: false,
-        _permit: permit,
+        _open: Open::new(permit, st.metrics.clone()),
     };
     let events = futures::stream::unfold(stream, next);
     Ok(Sse::new(events)
