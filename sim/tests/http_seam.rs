@@ -60,16 +60,22 @@ async fn serve() -> turmoil::Result {
     }
 }
 
+/// A minute of simulated time with the test server on host `server`.
+fn world() -> turmoil::Sim<'static> {
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(60))
+        .build();
+    sim.host("server", serve);
+    sim
+}
+
 fn url(path: &str) -> String {
     format!("http://server:{PORT}{path}")
 }
 
 #[test]
 fn the_production_client_over_turmoil_answers_refuses_and_times_out() {
-    let mut sim = turmoil::Builder::new()
-        .simulation_duration(Duration::from_secs(60))
-        .build();
-    sim.host("server", serve);
+    let mut sim = world();
     sim.client("client", async {
         let client = Client::new(ClientConfig::new(TIMEOUT), Arc::new(TurmoilConnector));
 
@@ -113,10 +119,7 @@ fn the_production_client_over_turmoil_answers_refuses_and_times_out() {
 
 #[test]
 fn a_partitioned_server_is_a_timeout_on_simulated_time() {
-    let mut sim = turmoil::Builder::new()
-        .simulation_duration(Duration::from_secs(60))
-        .build();
-    sim.host("server", serve);
+    let mut sim = world();
     sim.client("client", async {
         let client = Client::new(ClientConfig::new(TIMEOUT), Arc::new(TurmoilConnector));
         let hello = client.send(Request::get(url("/hello"))).await?;

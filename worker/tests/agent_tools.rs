@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{
-    app_state, bearer, lazy_pool, mem_engine, report, send, PlantedDriver, PrefixOwners,
+    app_state, bearer, lazy_pool, mem_engine, report, send, serve, PlantedDriver, PrefixOwners,
 };
 use tasklatch_core::ports::DriverError;
 use tasklatch_core::snapshot::RemoteReport;
@@ -61,16 +61,6 @@ fn app(read_only: bool) -> (Router, Arc<AtomicU32>) {
         allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
     }));
     (router(state, BODY_LIMIT, 64), submits)
-}
-
-/// `app` served on a loopback port.
-async fn serve(app: Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
 }
 
 type Client = RunningService<RoleClient, ClientConfig>;

@@ -10,12 +10,11 @@
 mod live;
 mod support;
 
-use axum::Router;
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{app_state, bearer, report, IdleLauncher, PlantedDriver, PrefixOwners};
+use support::{app_state, bearer, report, serve, IdleLauncher, PlantedDriver, PrefixOwners};
 use tasklatch_core::engine::Engine;
 use tasklatch_core::ids::{OwnerId, ThreadId, WorkerId};
 use tasklatch_core::policy::Policy;
@@ -220,15 +219,6 @@ impl Harness {
         let path = format!("/ui/threads/{thread}/tasks/{task}");
         self.req("GET", &path, cookie(c)).await
     }
-}
-
-async fn serve(app: Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    addr
 }
 
 /// The CSRF token the page's forms carry.

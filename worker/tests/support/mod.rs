@@ -199,3 +199,13 @@ pub async fn call(
         String::from_utf8_lossy(&bytes).into_owned(),
     )
 }
+
+/// `app` served on a loopback port of its own, in the background; the address.
+pub async fn serve(app: Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
