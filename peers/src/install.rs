@@ -13,6 +13,9 @@ pub enum Peer {
     Everything,
     /// `langgraph-cli[inmem]==0.4.40` in a virtualenv: the LangGraph Agent Server.
     LangGraph,
+    /// `playwright-core@1.64.1` under an npm prefix: the browser driver (it drives Debian's
+    /// Chromium, see [`crate::browser`]).
+    Playwright,
 }
 
 impl Peer {
@@ -22,6 +25,7 @@ impl Peer {
             Peer::FastMcp => "fastmcp",
             Peer::Everything => "everything",
             Peer::LangGraph => "langgraph",
+            Peer::Playwright => "playwright",
         }
     }
 }

@@ -3,7 +3,8 @@
 //! Three pinned peers (see `scripts/install-peers` and `../shared/PEERS.md`):
 //! [`Peer::FastMcp`] (the MCP tasks extension, protocol 2026-07-28), [`Peer::Everything`] (MCP
 //! legacy tasks, 2025-11-25) and [`Peer::LangGraph`] (the LangGraph Agent Server, `langgraph
-//! dev`). [`installed`] runs the install script on first use (cached under `target/peers/`, or
+//! dev`); and one pinned tool, [`Peer::Playwright`], which [`browser`] pairs with Debian's
+//! Chromium for the panel's browser tests. [`installed`] runs the install script on first use (cached under `target/peers/`, or
 //! `$TASKLATCH_PEERS_DIR`); a peer that cannot be installed is an `Err` naming what is missing,
 //! which tests turn into a failure — never a skip.
 //!
@@ -14,6 +15,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod browser;
 mod http;
 mod install;
 mod process;

@@ -39,19 +39,20 @@ mod failover;
 mod failover_load;
 mod outage;
 mod peer_outage;
+mod peers;
 mod process;
 mod relay;
 
+use peers::Peers;
 use process::Worker;
 use reqwest::Method;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tasklatch_core::policy::Policy;
 use tasklatch_core::status::{CancelStatus, NotifyStatus};
 use tasklatch_core::store::Store;
 use tasklatch_core::task::TaskRow;
-use tasklatch_peers::{free_port, start_fastmcp, start_langgraph, PeerProcess};
+use tasklatch_peers::free_port;
 use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::PgStore;
 
@@ -123,10 +124,6 @@ fn kind_of(i: usize) -> Kind {
     }
 }
 
-fn repo_path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
 fn config(port: u16, lanes: usize, mcp_url: &str, agent_url: &str) -> String {
     let hash = |t: &str| tasklatch_worker::token::hash_token(t);
     format!(
@@ -184,88 +181,6 @@ fn with_password(url: &str) -> String {
             _ => url.to_owned(),
         },
         None => url.to_owned(),
-    }
-}
-
-struct Peers {
-    mcp: PeerProcess,
-    langgraph: PeerProcess,
-    state_dir: PathBuf,
-    http: reqwest::Client,
-}
-
-impl Peers {
-    fn start(dir: &Path) -> Peers {
-        let mcp = start_fastmcp(&repo_path("fixtures/servers/tasks_extension_app.py"), &[])
-            .unwrap_or_else(|e| panic!("the MCP server could not be started: {e}"));
-        let state_dir = dir.join("langgraph");
-        let langgraph = start_langgraph(&repo_path("fixtures/servers/langgraph"), &state_dir)
-            .unwrap_or_else(|e| panic!("langgraph dev could not be started: {e}"));
-        Peers {
-            mcp,
-            langgraph,
-            state_dir,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn agent(&self, method: Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self.http.request(method, self.langgraph.url(path));
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        let res = req
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("agent server {path}: {e}"));
-        let status = res.status();
-        let text = res.text().await.unwrap_or_default();
-        assert!(status.is_success(), "agent server {path}: {status} {text}");
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
-    }
-
-    async fn new_thread(&self, owner: &str) -> String {
-        let v = self
-            .agent(
-                Method::POST,
-                "/threads",
-                Some(json!({"metadata": {"owner": owner}})),
-            )
-            .await;
-        v["thread_id"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{v}"))
-            .to_owned()
-    }
-
-    /// The thread's notification runs (carrying a key), oldest first.
-    async fn notification_runs(&self, thread: &str) -> Vec<Value> {
-        let v = self
-            .agent(
-                Method::GET,
-                &format!("/threads/{thread}/runs?limit=100"),
-                None,
-            )
-            .await;
-        let mut runs: Vec<Value> = v
-            .as_array()
-            .unwrap_or_else(|| panic!("{v}"))
-            .iter()
-            .filter(|r| r["metadata"]["tasklatch_key"].is_string())
-            .cloned()
-            .collect();
-        runs.reverse();
-        runs
-    }
-}
-
-impl Drop for Peers {
-    fn drop(&mut self) {
-        self.mcp.stop();
-        self.langgraph.stop();
-        let _ = std::fs::remove_dir_all(&self.state_dir);
     }
 }
 

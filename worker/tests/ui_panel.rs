@@ -518,7 +518,7 @@ async fn the_stream_pushes_a_change_of_its_thread_within_seconds_and_is_counted_
     let mut stream = stream.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(stream.status().as_u16(), 200);
     let mut seen = String::new();
-    read_until(&mut stream, &mut seen, "event: ready").await;
+    read_until(&mut stream, &mut seen, "event: ready\ndata: ready\n").await;
     // A write to another thread is not this stream's business; this thread's is.
     h.submit("tok-alice", "alice-2", "work", "elsewhere").await;
     let changed = Instant::now();
@@ -528,7 +528,7 @@ async fn the_stream_pushes_a_change_of_its_thread_within_seconds_and_is_counted_
     };
     let cancel = format!("/v1/threads/alice-1/tasks/{task}/cancel");
     assert_eq!(h.req("POST", &cancel, bearer).await.status, 200);
-    read_until(&mut stream, &mut seen, "event: change").await;
+    read_until(&mut stream, &mut seen, "event: change\ndata: change\n").await;
     let after = changed.elapsed();
     assert!(after < Duration::from_secs(3), "pushed after {after:?}");
     assert_eq!(seen.matches("event: change").count(), 1, "{seen}");
@@ -603,7 +603,7 @@ async fn a_worker_with_the_panel_pushes_its_listeners_thread_changes() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(stream.status().as_u16(), 200);
     let mut seen = String::new();
-    read_until(&mut stream, &mut seen, "event: ready").await;
+    read_until(&mut stream, &mut seen, "event: ready\ndata: ready\n").await;
     // The listener's "anything may have changed" on connecting may still come: let it pass.
     let settle = Instant::now() + Duration::from_millis(1_500);
     while let Ok(Ok(Some(_))) = tokio::time::timeout_at(settle.into(), stream.chunk()).await {}
@@ -615,7 +615,7 @@ async fn a_worker_with_the_panel_pushes_its_listeners_thread_changes() {
         .execute(db.pool())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    read_until(&mut stream, &mut seen, "event: change").await;
+    read_until(&mut stream, &mut seen, "event: change\ndata: change\n").await;
     drop(stream);
     worker.kill().await;
     db.cleanup().await;

@@ -2,7 +2,9 @@
 //! owner's thread is checked as for the page; then the stream says `ready` once, and
 //! `change` whenever the worker's one listener reports a write to this owner's thread (or
 //! that notifications may have been lost) — the script then renders again. No data rides on
-//! the stream: the page always reads the store through the API's calls.
+//! the stream: the page always reads the store through the API's calls. Each event's data
+//! field repeats its name, because a browser's `EventSource` drops an event with no data
+//! (axum writes no `data:` line for empty data).
 //!
 //! Limits: at most [`MAX_STREAMS`] streams at once (one more is 503: the script polls
 //! instead); a comment every [`KEEP_ALIVE`] keeps proxies from closing an idle stream; every
@@ -96,7 +98,7 @@ pub async fn events<T: TaskService>(
 async fn next(mut s: Stream) -> Option<(Result<Event, Infallible>, Stream)> {
     if !s.ready_sent {
         s.ready_sent = true;
-        return Some((Ok(Event::default().event("ready").data("")), s));
+        return Some((Ok(Event::default().event("ready").data("ready")), s));
     }
     loop {
         let got = tokio::select! {
@@ -109,7 +111,7 @@ async fn next(mut s: Stream) -> Option<(Result<Event, Infallible>, Stream)> {
             Err(RecvError::Closed) => return None,
         };
         if mine {
-            return Some((Ok(Event::default().event("change").data("")), s));
+            return Some((Ok(Event::default().event("change").data("change")), s));
         }
     }
 }
