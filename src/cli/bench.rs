@@ -1,11 +1,12 @@
 //! `tasklatch bench`: end-to-end throughput against the SQL floor, claim latency at a million
 //! rows, throughput under an old snapshot; with `--latency`, notification latency with wake-ups
-//! versus poll-only. The library is `tasklatch_load::bench`.
+//! versus poll-only; with `--panel`, how fast a change reaches open background-task panels and
+//! what they cost the database. The library is `tasklatch_load::bench`.
 
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tasklatch_load::bench::{run, wakeup, BenchConfig};
+use tasklatch_load::bench::{panel, run, wakeup, BenchConfig};
 use wakeup::WakeupConfig;
 
 /// Where the throughput report goes by default.
@@ -57,6 +58,17 @@ pub struct BenchArgs {
     /// With `--latency`: the lanes' tick in milliseconds (the worker's default is 1000).
     #[arg(long, default_value_t = 1_000, requires = "latency")]
     tick_ms: u64,
+    /// Measure only the background-task panel instead: change → open panel latency and the
+    /// database's work with panels open versus none; writes `reports/bench-panel.md` unless
+    /// `--out` says otherwise.
+    #[arg(long, conflicts_with = "latency")]
+    panel: bool,
+    /// With `--panel`: panels open at once (one per owner and thread).
+    #[arg(long, default_value_t = 100, requires = "panel")]
+    panels: usize,
+    /// With `--panel`: changes per phase (5 per second).
+    #[arg(long, default_value_t = 100, requires = "panel")]
+    changes: u32,
 }
 
 /// Runs the benchmark and writes the report.
@@ -64,6 +76,9 @@ pub fn run_cli(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let command = command_line();
     if args.latency {
         return run_latency(args, &command);
+    }
+    if args.panel {
+        return run_panel(args, &command);
     }
     run_throughput(args, &command)
 }
@@ -84,6 +99,28 @@ fn run_latency(args: BenchArgs, command: &str) -> anyhow::Result<ExitCode> {
     print!("{}", report.summary());
     let out = if args.out == Path::new(DEFAULT_OUT) {
         PathBuf::from("reports/bench-latency.md")
+    } else {
+        args.out
+    };
+    write_report(&out, &report.markdown(command))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--panel`: the panel's push latency and database load.
+fn run_panel(args: BenchArgs, command: &str) -> anyhow::Result<ExitCode> {
+    let config = panel::PanelConfig {
+        panels: args.panels,
+        changes: args.changes,
+        server_url: args.database_url,
+        ..panel::PanelConfig::default()
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(panel::run(config, |line| eprintln!("{line}")))?;
+    print!("{}", report.summary());
+    let out = if args.out == Path::new(DEFAULT_OUT) {
+        PathBuf::from("reports/bench-panel.md")
     } else {
         args.out
     };

@@ -23,6 +23,7 @@ pub mod buckets;
 mod e2e;
 mod floor;
 mod latency;
+pub mod panel;
 mod report;
 mod server;
 mod snapshot;
