@@ -4,7 +4,8 @@
 //! all five tools in the run's thread; a call without the runtime's thread header refused;
 //! another owner's token seeing and cancelling nothing of the victim's even with the victim's
 //! thread, id and name; the submit's thread guard; read-only mode; authentication, `Host` and
-//! body limits; the metric.
+//! body limits; the metric. And the same tools called by fastmcp's Python client (on the
+//! official MCP Python SDK, from the pinned peers: `fixtures/clients/agent_tools_client.py`).
 
 mod support;
 
@@ -450,4 +451,87 @@ async fn tool_calls_are_counted_by_tool_and_outcome() {
     ] {
         assert!(text.contains(line), "missing {line:?} in\n{text}");
     }
+}
+
+/// `fixtures/clients/agent_tools_client.py` run with the pinned fastmcp's Python against
+/// `addr`: the JSON object it printed.
+fn python_client(addr: SocketAddr, token: &str, thread: &str) -> Value {
+    let venv = tasklatch_peers::installed(tasklatch_peers::Peer::FastMcp)
+        .unwrap_or_else(|e| panic!("the Python MCP client cannot be installed: {e}"));
+    let script = tasklatch_peers::repo_root().join("fixtures/clients/agent_tools_client.py");
+    let out = std::process::Command::new(venv.join("bin/python"))
+        .arg(&script)
+        .args([&format!("http://{addr}/mcp"), token, THREAD_HEADER, thread])
+        .env("FASTMCP_CHECK_FOR_UPDATES", "off")
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", script.display()));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{} failed ({}):\n{said}\n{}",
+        script.display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&said).unwrap_or_else(|e| panic!("{e}: {said}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_calls_all_five_tools() {
+    let (app, submits) = app(false);
+    let addr = serve(app).await;
+    let seen = tokio::task::spawn_blocking(move || python_client(addr, "tok-alice", "alice-1"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        !seen.to_string().contains(SECRET),
+        "a secret leaked: {seen}"
+    );
+    assert_eq!(
+        seen["tools"],
+        json!([
+            "answer_background_task",
+            "cancel_background_task",
+            "get_background_task",
+            "list_background_tasks",
+            "start_background_task"
+        ])
+    );
+    assert_eq!(seen["hints"]["list_background_tasks"], json!([true, false]));
+    assert_eq!(
+        seen["hints"]["cancel_background_task"],
+        json!([false, true])
+    );
+    let r = &seen["results"];
+    for step in ["start_job", "start_ask", "list", "get", "answer", "cancel"] {
+        assert_eq!(r[step]["is_error"], false, "{step}: {}", r[step]);
+    }
+    let (job, ask) = (
+        &r["start_job"]["body"]["task_id"],
+        &r["start_ask"]["body"]["task_id"],
+    );
+    let listed: Vec<&Value> = r["list"]["body"]["tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| &t["task_id"])
+        .collect();
+    assert_eq!(listed, [ask, job], "newest first: {}", r["list"]);
+    assert_eq!(r["get"]["body"]["status"], "input_required", "{}", r["get"]);
+    assert_eq!(
+        r["answer"]["body"],
+        json!({"task_id": ask, "result": "recorded"})
+    );
+    assert_eq!(
+        r["cancel"]["body"],
+        json!({"task_id": job, "result": "requested"})
+    );
+    let refused = &r["list_without_thread"];
+    assert_eq!(refused["is_error"], true, "{refused}");
+    let text = refused["body"]["error"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("no thread") && text.contains(THREAD_HEADER),
+        "{text}"
+    );
+    assert_eq!(submits.load(Ordering::SeqCst), 2, "two tasks started");
 }
