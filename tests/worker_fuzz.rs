@@ -4,7 +4,8 @@
 //! no server error, statuses, content types, headers and bodies conform to the document,
 //! negative data rejected, positive data accepted, unsupported methods, auth ignored…), and its
 //! stateful phase following the document's links from a submit to the task's detail, cancel
-//! and listing.
+//! and listing; and the panel's JSON (listing and detail, with its ETag/304), signed in with the
+//! session cookie of the token exchange.
 //!
 //! The worker holds planted secrets (the database password, an MCP header, an Agent Server
 //! header) and real tasks whose remote ids are secrets. Every response schemathesis recorded
@@ -39,7 +40,8 @@ const CASSETTE_READER: &str = r#"
 import json, sys, yaml
 for i in yaml.safe_load(open(sys.argv[1]))["http_interactions"]:
     r = i.get("response") or {}
-    print(json.dumps({"code": int(r["status"]["code"]),
+    print(json.dumps({"uri": (i.get("request") or {}).get("uri", ""),
+                      "code": int(r["status"]["code"]),
                       "body": (r.get("body") or {}).get("string", ""),
                       "headers": r.get("headers", {})}))
 "#;
@@ -96,15 +98,31 @@ assistant_id = "echo"
 request_timeout_ms = 2000
 [agent_server.headers]
 x-api-key = "env:FUZZ_AGENT_KEY"
+[ui]
+enabled = true
 "#,
         hash = tasklatch_worker::token::hash_token(TOKEN)
     )
 }
 
-fn run_schemathesis(venv: &Path, url: &str, reports: &Path) -> std::process::Output {
+/// schemathesis's configuration: the panel's session id for the document's cookie scheme
+/// (given to the scheme, not as a header, so that its missing-credentials checks can leave it
+/// out), read from the environment.
+const CONFIG: &str = "[auth.openapi.panel_session]\napi_key = \"${FUZZ_PANEL_SESSION}\"\n";
+
+/// Runs schemathesis with the API token and, for the panel's JSON, the session `cookie`
+/// (`name=value`).
+fn run_schemathesis(venv: &Path, url: &str, reports: &Path, cookie: &str) -> std::process::Output {
+    let dir = reports.parent().unwrap_or(reports);
+    let config = dir.join("schemathesis.toml");
+    std::fs::write(&config, CONFIG).unwrap_or_else(|e| panic!("{}: {e}", config.display()));
+    let session = cookie.split_once('=').map_or("", |(_, id)| id);
     Command::new(venv.join("bin/st"))
         // Its example cache (`.schemathesis/`) goes beside the reports, not into the checkout.
-        .current_dir(reports.parent().unwrap_or(reports))
+        .current_dir(dir)
+        .env("FUZZ_PANEL_SESSION", session)
+        .arg("--config-file")
+        .arg(&config)
         .args(["run", url, "--checks", "all", "--header"])
         .arg(format!("Authorization: Bearer {TOKEN}"))
         .args([
@@ -133,8 +151,8 @@ fn report_file(dir: &Path, prefix: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no {prefix} report in {}", dir.display()))
 }
 
-/// Every recorded response: (status, body and headers as text).
-fn responses(venv: &Path, cassette: &Path) -> Vec<(u16, String)> {
+/// Every recorded response: (status, request URI, body and headers as text).
+fn responses(venv: &Path, cassette: &Path) -> Vec<(u16, String, String)> {
     let out = Command::new(venv.join("bin/python"))
         .args(["-c", CASSETTE_READER])
         .arg(cassette)
@@ -150,9 +168,28 @@ fn responses(venv: &Path, cassette: &Path) -> Vec<(u16, String)> {
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
             let code = v["code"].as_u64().unwrap_or(0) as u16;
-            (code, format!("{} {}", v["body"], v["headers"]))
+            let uri = v["uri"].as_str().unwrap_or_default().to_owned();
+            (code, uri, format!("{} {}", v["body"], v["headers"]))
         })
         .collect()
+}
+
+/// The panel's session cookie (`name=value`), from the token exchange at `session_url`.
+async fn panel_cookie(session_url: &str) -> String {
+    let res = reqwest::Client::new()
+        .post(session_url)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("sign in: {e}"));
+    assert_eq!(res.status().as_u16(), 204, "sign in");
+    let set = res
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok());
+    set.and_then(|v| v.split(';').next())
+        .unwrap_or_else(|| panic!("no session cookie"))
+        .to_owned()
 }
 
 /// A thread on the Agent Server at `threads_url` owned by the fuzzer (tasks are bound only to
@@ -210,11 +247,14 @@ async fn schemathesis_finds_no_server_error_and_no_secret() {
         assert_eq!(status, 201, "{answer}");
     }
 
+    let cookie = panel_cookie(&worker.url("/ui/session")).await;
     let reports = dir.join("reports");
     let (venv2, doc, reports2) = (venv.clone(), worker.url("/openapi.json"), reports.clone());
-    let out = tokio::task::spawn_blocking(move || run_schemathesis(&venv2, &doc, &reports2))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let cookie2 = cookie.clone();
+    let out =
+        tokio::task::spawn_blocking(move || run_schemathesis(&venv2, &doc, &reports2, &cookie2))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
     let console = String::from_utf8_lossy(&out.stdout);
     let summary: Value = serde_json::from_str(
         &std::fs::read_to_string(report_file(&reports, "json")).unwrap_or_default(),
@@ -235,12 +275,19 @@ async fn schemathesis_finds_no_server_error_and_no_secret() {
         .map(|r| r.identity.handle.remote_task_id.expose().to_owned())
         .collect();
     secrets.extend([TOKEN, MCP_SECRET, AGENT_SECRET, DB_PASSWORD].map(String::from));
+    let session = cookie.split_once('=').map_or("", |(_, id)| id);
+    secrets.push(session.to_owned());
     let recorded = responses(&venv, &report_file(&reports, "vcr"));
-    let server_errors = recorded.iter().filter(|(code, _)| *code >= 500).count();
+    let server_errors = recorded.iter().filter(|(code, _, _)| *code >= 500).count();
     let leaks = recorded
         .iter()
-        .filter(|(_, text)| secrets.iter().any(|s| text.contains(s.as_str())))
+        .filter(|(_, _, text)| secrets.iter().any(|s| text.contains(s.as_str())))
         .count();
+    let panel_ok = recorded
+        .iter()
+        .filter(|(code, uri, _)| *code == 200 && uri.contains("/ui/threads/"))
+        .count();
+    assert!(panel_ok > 0, "no panel JSON request was answered 200");
     assert_eq!(server_errors, 0, "responses with a 5xx status");
     assert_eq!(leaks, 0, "responses carrying a secret");
     assert!(
@@ -249,7 +296,7 @@ async fn schemathesis_finds_no_server_error_and_no_secret() {
         recorded.len()
     );
     let mut by_status = std::collections::BTreeMap::new();
-    for (code, _) in &recorded {
+    for (code, _, _) in &recorded {
         *by_status.entry(*code).or_insert(0) += 1;
     }
 

@@ -450,7 +450,11 @@ fn app_state(
         metrics: metrics.clone(),
         health: health.clone(),
         backlog: Some(Arc::new(backlog)),
-        openapi: openapi::document(settings.mcp.servers.keys().map(String::as_str)).into(),
+        openapi: openapi::document(
+            settings.mcp.servers.keys().map(String::as_str),
+            settings.ui.is_some(),
+        )
+        .into(),
         agent_tools: settings.agent_tools.clone().map(Arc::new),
         ui: None,
     })

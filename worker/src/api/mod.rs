@@ -23,7 +23,7 @@
 
 pub(crate) mod answers;
 pub mod auth;
-mod error;
+pub(crate) mod error;
 pub mod health;
 pub mod openapi;
 pub mod shapes;

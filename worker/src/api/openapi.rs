@@ -62,9 +62,13 @@ impl Modify for BearerScheme {
 }
 
 /// The document as JSON text, with the submit body's `server` limited to `servers` (the
-/// configured MCP server ids), so clients and fuzzers see what this worker accepts.
-pub fn document<'a>(servers: impl IntoIterator<Item = &'a str>) -> String {
+/// configured MCP server ids), so clients and fuzzers see what this worker accepts; with the
+/// panel's JSON endpoints when `panel` (the panel is served).
+pub fn document<'a>(servers: impl IntoIterator<Item = &'a str>, panel: bool) -> String {
     let mut doc = ApiDoc::openapi();
+    if panel {
+        doc.merge(crate::ui::openapi::document());
+    }
     let servers: Vec<&str> = servers.into_iter().collect();
     let server = doc
         .components

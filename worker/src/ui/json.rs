@@ -8,6 +8,8 @@
 use super::page::PANEL_LIMIT;
 use super::visitor::Visitor;
 use crate::api::auth::Caller;
+use crate::api::error::ErrorBody;
+use crate::api::shapes::{TaskDetailBody, TaskList};
 use crate::api::tasks::{list_tasks, scope_of, scoped_task, task_detail};
 use crate::api::{ApiError, AppState, TaskService};
 use axum::extract::rejection::PathRejection;
@@ -21,6 +23,25 @@ use sha2::{Digest, Sha256};
 const ETAG_HEX: usize = 32;
 
 /// The listing (the module's contract).
+#[utoipa::path(
+    get,
+    path = "/ui/threads/{thread}/tasks",
+    operation_id = "panel_list",
+    tag = "panel",
+    params(
+        ("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
+        ("If-None-Match" = Option<String>, Header, description = "The ETag of an earlier answer: 304 with no body while it still matches"),
+    ),
+    responses(
+        (status = 200, description = "The session owner's tasks in the thread, newest first, at most 20 (another owner's thread lists nothing)", body = TaskList,
+            headers(("ETag" = String, description = "A hash of the body"))),
+        (status = 304, description = "Unchanged since the ETag named", headers(("ETag" = String, description = "The same ETag"))),
+        (status = 401, description = "No session: the sign-in form", content_type = "text/html", body = String),
+        (status = 404, description = "No such thread can exist", body = ErrorBody),
+        (status = 503, description = "The task store is unavailable", body = ErrorBody),
+    ),
+    security(("panel_session" = []))
+)]
 pub async fn list<T: TaskService>(
     State(st): State<AppState<T>>,
     visitor: Visitor,
@@ -33,6 +54,26 @@ pub async fn list<T: TaskService>(
 }
 
 /// One task's detail (the module's contract).
+#[utoipa::path(
+    get,
+    path = "/ui/threads/{thread}/tasks/{task}",
+    operation_id = "panel_detail",
+    tag = "panel",
+    params(
+        ("thread" = String, Path, description = "The conversation", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
+        ("task" = String, Path, description = "The task's id", min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"),
+        ("If-None-Match" = Option<String>, Header, description = "The ETag of an earlier answer: 304 with no body while it still matches"),
+    ),
+    responses(
+        (status = 200, description = "The task", body = TaskDetailBody,
+            headers(("ETag" = String, description = "A hash of the body"))),
+        (status = 304, description = "Unchanged since the ETag named", headers(("ETag" = String, description = "The same ETag"))),
+        (status = 401, description = "No session: the sign-in form", content_type = "text/html", body = String),
+        (status = 404, description = "No such task in the session owner's scope", body = ErrorBody),
+        (status = 503, description = "The task store is unavailable", body = ErrorBody),
+    ),
+    security(("panel_session" = []))
+)]
 pub async fn detail<T: TaskService>(
     State(st): State<AppState<T>>,
     visitor: Visitor,

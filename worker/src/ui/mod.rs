@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | POST | `/ui/session` | the token exchange for a session cookie ([`login`]) |
 //! | GET | `/ui/threads/{thread}` | the page ([`page`]) |
-//! | GET | `/ui/threads/{thread}/tasks`, `…/tasks/{task}` | JSON with `ETag`/304 ([`json`]) |
+//! | GET | `/ui/threads/{thread}/tasks`, `…/tasks/{task}` | JSON with `ETag`/304 ([`json`]; in `/openapi.json`, [`openapi`]) |
 //! | POST | `/ui/threads/{thread}/tasks/{task}/cancel`, `…/answer` | forms ([`actions`]) |
 //! | GET | `/ui/threads/{thread}/events` | the push stream, SSE ([`events`]) |
 //! | GET | `/ui/assets/{name}` | the compiled-in script and style sheet ([`assets`]) |
@@ -28,6 +28,7 @@ mod headers;
 mod json;
 mod layout;
 mod login;
+pub mod openapi;
 mod page;
 mod sessions;
 mod task_view;

@@ -144,7 +144,7 @@ pub fn app_state<T>(
         metrics: Arc::new(Metrics::new()),
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
         backlog: None,
-        openapi: openapi::document(servers.iter().copied()).into(),
+        openapi: openapi::document(servers.iter().copied(), false).into(),
         agent_tools: None,
         ui: None,
     }

@@ -102,7 +102,7 @@ pub(super) async fn start(
         metrics: Arc::new(Metrics::new()),
         health: Arc::new(Health::new(pool, Vec::new(), Duration::from_secs(60))),
         backlog: None,
-        openapi: openapi::document([SERVER]).into(),
+        openapi: openapi::document([SERVER], true).into(),
         agent_tools: None,
         ui: Some(Arc::new(Panel::new(ui, changes, stop.clone()))),
     };
