@@ -92,16 +92,9 @@ fn run_latency(args: BenchArgs, command: &str) -> anyhow::Result<ExitCode> {
         tick: std::time::Duration::from_millis(args.tick_ms),
         server_url: args.database_url,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let report = runtime.block_on(wakeup::run(config, |line| eprintln!("{line}")))?;
+    let report = block_on(wakeup::run(config, |line| eprintln!("{line}")))??;
     print!("{}", report.summary());
-    let out = if args.out == Path::new(DEFAULT_OUT) {
-        PathBuf::from("reports/bench-latency.md")
-    } else {
-        args.out
-    };
+    let out = out_or(args.out, "reports/bench-latency.md");
     write_report(&out, &report.markdown(command))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -114,18 +107,28 @@ fn run_panel(args: BenchArgs, command: &str) -> anyhow::Result<ExitCode> {
         server_url: args.database_url,
         ..panel::PanelConfig::default()
     };
+    let report = block_on(panel::run(config, |line| eprintln!("{line}")))??;
+    print!("{}", report.summary());
+    let out = out_or(args.out, "reports/bench-panel.md");
+    write_report(&out, &report.markdown(command))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `work` to its end on a multi-threaded runtime.
+fn block_on<F: std::future::Future>(work: F) -> anyhow::Result<F::Output> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let report = runtime.block_on(panel::run(config, |line| eprintln!("{line}")))?;
-    print!("{}", report.summary());
-    let out = if args.out == Path::new(DEFAULT_OUT) {
-        PathBuf::from("reports/bench-panel.md")
+    Ok(runtime.block_on(work))
+}
+
+/// `out`, unless it is the throughput report's default: then `default` (each mode its own file).
+fn out_or(out: PathBuf, default: &str) -> PathBuf {
+    if out == Path::new(DEFAULT_OUT) {
+        PathBuf::from(default)
     } else {
-        args.out
-    };
-    write_report(&out, &report.markdown(command))?;
-    Ok(ExitCode::SUCCESS)
+        out
+    }
 }
 
 fn write_report(out: &Path, text: &str) -> anyhow::Result<()> {
@@ -169,10 +172,7 @@ fn run_throughput(args: BenchArgs, command: &str) -> anyhow::Result<ExitCode> {
         },
         ..BenchConfig::default()
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let report = runtime.block_on(run(config, |line| eprintln!("{line}")))?;
+    let report = block_on(run(config, |line| eprintln!("{line}")))??;
     print!("{}", report.summary());
     write_report(&args.out, &report.markdown(command))?;
     Ok(ExitCode::SUCCESS)

@@ -100,6 +100,18 @@ impl From<HarnessError> for BenchError {
     }
 }
 
+/// The server to create a bench database on: `url` (an admin URL) when given, else the test
+/// harness's choice (DATABASE_URL, the local server, or a throwaway cluster).
+pub(crate) async fn bench_server(url: Option<&str>) -> Result<Server, BenchError> {
+    match url {
+        Some(url) => Ok(Server {
+            admin_url: url.to_owned(),
+            source: ServerSource::Env,
+        }),
+        None => Ok(harness::server().await?),
+    }
+}
+
 /// The engines' timings for the bench (real time).
 pub fn bench_policy(batch: usize) -> Policy {
     Policy {
@@ -215,13 +227,7 @@ pub async fn run(
     mut progress: impl FnMut(&str) + Send,
 ) -> Result<BenchReport, BenchError> {
     let started = Instant::now();
-    let server = match &config.server_url {
-        Some(url) => Server {
-            admin_url: url.clone(),
-            source: ServerSource::Env,
-        },
-        None => harness::server().await?,
-    };
+    let server = bench_server(config.server_url.as_deref()).await?;
     let db = TestDb::create_on(server.clone()).await?;
     let result = run_on(&config, &db, &server, &mut progress, started).await;
     db.cleanup().await;

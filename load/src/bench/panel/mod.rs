@@ -32,7 +32,7 @@ use tasklatch_core::engine::SubmitCommand;
 use tasklatch_core::ids::SeededIds;
 use tasklatch_core::store::Scope;
 use tasklatch_pg::connect_named;
-use tasklatch_pg::harness::{self, Server, ServerSource, TestDb};
+use tasklatch_pg::harness::TestDb;
 use tokio::sync::watch;
 use viewer::Viewer;
 
@@ -76,13 +76,7 @@ pub async fn run(
             "panels, changes and rate must each be at least 1".into(),
         ));
     }
-    let server = match &config.server_url {
-        Some(url) => Server {
-            admin_url: url.clone(),
-            source: ServerSource::Env,
-        },
-        None => harness::server().await?,
-    };
+    let server = crate::bench::bench_server(config.server_url.as_deref()).await?;
     let db = TestDb::create_on(server).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let result = phases(&config, &db, stop_rx, &mut progress).await;

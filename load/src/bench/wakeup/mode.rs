@@ -16,7 +16,7 @@ use tasklatch_core::ids::{OwnerId, SeededIds, ThreadId};
 use tasklatch_core::ledger::LedgerLauncher;
 use tasklatch_core::ports::Clock;
 use tasklatch_core::store::Scope;
-use tasklatch_pg::harness::{self, Server, ServerSource, TestDb};
+use tasklatch_pg::harness::TestDb;
 use tasklatch_pg::{connect_named, PgLedger, PgStore};
 use tasklatch_worker::lane::{Heartbeat, Lane};
 use tasklatch_worker::metrics::Metrics;
@@ -35,13 +35,7 @@ type BenchEngine =
 
 /// Measures `mode` on a fresh database.
 pub(super) async fn measure(config: &WakeupConfig, mode: Mode) -> Result<LatencyStats, BenchError> {
-    let server = match &config.server_url {
-        Some(url) => Server {
-            admin_url: url.clone(),
-            source: ServerSource::Env,
-        },
-        None => harness::server().await?,
-    };
+    let server = crate::bench::bench_server(config.server_url.as_deref()).await?;
     let db = TestDb::create_on(server).await?;
     let result = measure_on(config, mode, &db).await;
     db.cleanup().await;
