@@ -8,12 +8,15 @@
 //! - a question is answered in the panel's form, and the task completes with that answer;
 //! - a task is cancelled from the panel (the confirmation's second step);
 //! - a task name full of markup renders as text: no element made, no script run;
+//! - with the push stream refused, the page polls the listing every 3 s while a task is
+//!   active (a 304 while nothing changed) and shows a new task within 5 s;
 //! - another owner, signed in, gets a 404 for the first owner's panel and listing;
 //! - no page logs an uncaught error or a Content-Security-Policy violation.
 //!
 //! Then, from the Agent Server: every one of those tasks told its thread each state once, in
 //! order (the answered task `input_required` then `completed`, the cancelled one `cancelled`,
-//! the named one `completed`). The screenshots go to `target/ui-shots/`, or to
+//! the named and the polled ones `completed`, the active one of the polling step
+//! `cancelled`). The screenshots go to `target/ui-shots/`, or to
 //! `$TASKLATCH_UI_SHOTS` (`reports/ui/` when the README's are refreshed).
 //!
 //! A browser or peer that cannot be installed or started fails the test with the reason —
@@ -201,6 +204,8 @@ async fn the_panel_in_a_real_browser() {
         (id("pushed"), vec!["cancelled"]),
         (id("answered"), vec!["input_required", "completed"]),
         (id("hostile"), vec!["completed"]),
+        (id("watcher"), vec!["cancelled"]),
+        (id("polled"), vec!["completed"]),
     ]);
     let runs = told(&peers, &threads.0, &want).await;
     check_runs(&runs, &want);

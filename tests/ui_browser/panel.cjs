@@ -27,6 +27,9 @@ const BOB = { token: env("BOB_TOKEN"), thread: env("BOB_THREAD") };
 const PUSH_MS = 1000;
 /** A remote state change (polled every 0.5 s) reaching the page, at most. */
 const REMOTE_MS = 60000;
+/** A change on a polling page, at most: the 3 s period while a task is active, the 200 ms
+ * debounce and two fetches, with slack for a loaded machine. */
+const POLL_MS = 5000;
 const ANSWER = '{"action": "accept", "content": {"colour": "teal"}}';
 
 function step(name, fields) {
@@ -54,9 +57,11 @@ async function detail(who, id) {
   return res.json();
 }
 
-/** A browser context signed in as `who` through the 401 form, on `who`'s panel. */
-async function signIn(browser, who) {
+/** A browser context signed in as `who` through the 401 form, on `who`'s panel; `prepare`,
+ * when given, is called with the context before its page opens. */
+async function signIn(browser, who, prepare) {
   const context = await browser.newContext({ viewport: { width: 900, height: 560 } });
+  if (prepare) { await prepare(context); }
   const page = await context.newPage();
   const problems = [];
   const seen = [];
@@ -169,6 +174,44 @@ async function hostile(alice) {
   return id;
 }
 
+/** With the push stream refused, the page polls the listing with If-None-Match — every 3 s
+ * while a task is active, a 304 while nothing changed — and shows a new task at the next
+ * poll that answers 200. Returns the active task's id and the new task's. */
+async function polled(browser) {
+  const watcher = await submit(ALICE, "forever", { delay: 0.2 }, "watcher");
+  const refuse = (context) => context.route("**/events", (route) => route.abort());
+  const alice = await signIn(browser, ALICE, refuse);
+  const { page } = alice;
+  const polls = [];
+  page.on("response", (r) => {
+    if (r.url().endsWith(`/ui/threads/${ALICE.thread}/tasks`)) {
+      polls.push({ status: r.status(), tag: r.request().headers()["if-none-match"] });
+    }
+  });
+  await task(page, watcher).waitFor({ timeout: PUSH_MS });
+  const paused = () => document.getElementById("live").textContent.startsWith("Live updates paused");
+  await page.waitForFunction(paused, null, { timeout: 10000 });
+  // The first poll takes the ETag, the next ones answer 304 while nothing changes.
+  const until = Date.now() + 15000;
+  while (!polls.some((p) => p.status === 304) && Date.now() < until) {
+    await page.waitForTimeout(250);
+  }
+  assert.ok(polls.some((p) => p.status === 304 && p.tag), `no 304 poll: ${JSON.stringify(polls)}`);
+  const id = await submit(ALICE, "slow_job", { steps: 1, delay: 0.2 }, "polled job");
+  const acked = Date.now();
+  await task(page, id).waitFor({ timeout: POLL_MS });
+  const ms = Date.now() - acked;
+  const cancel = await fetch(`${BASE}/v1/threads/${ALICE.thread}/tasks/${watcher}/cancel`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ALICE.token}` },
+  });
+  assert.equal(cancel.status, 200, "the watcher's cancel");
+  assert.deepEqual(alice.problems, [], "the polling page logged errors");
+  await alice.context.close();
+  step("polled", { task: id, ms, polls: polls.length });
+  return [watcher, id];
+}
+
 /** Another owner, signed in, gets a 404 for the victim's panel and tasks, and an empty
  * listing; `names` are the victim's task ids (the first is asked for) and names. */
 async function stranger(browser, names) {
@@ -193,7 +236,6 @@ async function main() {
   step("browser", { version: browser.version() });
   try {
     const alice = await signIn(browser, ALICE);
-    await alice.page.screenshot({ path: path.join(SHOTS, "panel-empty.png"), fullPage: true });
     const report = await pushed(alice);
     const question = await answered(alice);
     await cancelled(alice, report);
@@ -201,8 +243,9 @@ async function main() {
     await alice.page.screenshot({ path: path.join(SHOTS, "panel.png"), fullPage: true });
     assert.deepEqual(alice.problems, [], "the page logged errors");
     await alice.context.close();
+    const [watcher, polledJob] = await polled(browser);
     await stranger(browser, [report, question, named, "nightly report", "chart colour"]);
-    step("done", { pushed: report, answered: question, hostile: named });
+    step("done", { pushed: report, answered: question, hostile: named, watcher, polled: polledJob });
   } finally {
     await browser.close();
   }
