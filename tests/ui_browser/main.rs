@@ -9,7 +9,8 @@
 //! - a task is cancelled from the panel (the confirmation's second step);
 //! - a task name full of markup renders as text: no element made, no script run;
 //! - with the push stream refused, the page polls the listing every 3 s while a task is
-//!   active (a 304 while nothing changed) and shows a new task within 5 s;
+//!   active (a 304 while nothing changed), shows a new task within 5 s, polls nothing while
+//!   its tab is hidden and polls at once when it is shown again;
 //! - another owner, signed in, gets a 404 for the first owner's panel and listing;
 //! - no page logs an uncaught error or a Content-Security-Policy violation.
 //!

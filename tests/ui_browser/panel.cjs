@@ -30,6 +30,8 @@ const REMOTE_MS = 60000;
 /** A change on a polling page, at most: the 3 s period while a task is active, the 200 ms
  * debounce and two fetches, with slack for a loaded machine. */
 const POLL_MS = 5000;
+/** How long a hidden polling page is watched for polls: more than two 3 s periods. */
+const HIDDEN_MS = 7000;
 const ANSWER = '{"action": "accept", "content": {"colour": "teal"}}';
 
 function step(name, fields) {
@@ -176,7 +178,8 @@ async function hostile(alice) {
 
 /** With the push stream refused, the page polls the listing with If-None-Match — every 3 s
  * while a task is active, a 304 while nothing changed — and shows a new task at the next
- * poll that answers 200. Returns the active task's id and the new task's. */
+ * poll that answers 200; it polls nothing while its tab is hidden. Returns the active task's
+ * id and the new task's. */
 async function polled(browser) {
   const watcher = await submit(ALICE, "forever", { delay: 0.2 }, "watcher");
   const refuse = (context) => context.route("**/events", (route) => route.abort());
@@ -201,6 +204,7 @@ async function polled(browser) {
   const acked = Date.now();
   await task(page, id).waitFor({ timeout: POLL_MS });
   const ms = Date.now() - acked;
+  await hiddenPausesPolling(page, polls);
   const cancel = await fetch(`${BASE}/v1/threads/${ALICE.thread}/tasks/${watcher}/cancel`, {
     method: "POST",
     headers: { authorization: `Bearer ${ALICE.token}` },
@@ -210,6 +214,28 @@ async function polled(browser) {
   await alice.context.close();
   step("polled", { task: id, ms, polls: polls.length });
   return [watcher, id];
+}
+
+/** Sets whether the page's tab is hidden, as the browser would, and tells the page. */
+async function setHidden(page, hidden) {
+  await page.evaluate((h) => {
+    Object.defineProperty(document, "hidden", { value: h, configurable: true });
+    document.dispatchEvent(new Event("visibilitychange"));
+  }, hidden);
+}
+
+/** While the tab is hidden the polling page fetches nothing; shown again, it polls at once. */
+async function hiddenPausesPolling(page, polls) {
+  await setHidden(page, true);
+  // A poll already on its way may still land; after it, nothing for more than two periods.
+  await page.waitForTimeout(1000);
+  const before = polls.length;
+  await page.waitForTimeout(HIDDEN_MS);
+  assert.equal(polls.length, before, "the page polled while its tab was hidden");
+  await setHidden(page, false);
+  const until = Date.now() + 1000;
+  while (polls.length === before && Date.now() < until) { await page.waitForTimeout(50); }
+  assert.ok(polls.length > before, "shown again, the page did not poll at once");
 }
 
 /** Another owner, signed in, gets a 404 for the victim's panel and tasks, and an empty
