@@ -11,6 +11,8 @@
 //! - with the push stream refused, the page polls the listing every 3 s while a task is
 //!   active (a 304 while nothing changed), shows a new task within 5 s, polls nothing while
 //!   its tab is hidden and polls at once when it is shown again;
+//! - a chat app's page on the origin `ui.frame_ancestors` lists shows the signed-in panel in
+//!   an iframe; one on another origin gets nothing in the frame (the CSP refuses it);
 //! - another owner, signed in, gets a 404 for the first owner's panel and listing;
 //! - no page logs an uncaught error or a Content-Security-Policy violation.
 //!
@@ -48,7 +50,8 @@ const SCENARIOS_WITHIN: Duration = Duration::from_secs(240);
 /// How long the notification runs may take to arrive after the scenarios.
 const RUNS_WITHIN: Duration = Duration::from_secs(90);
 
-fn config(port: u16, mcp_url: &str, agent_url: &str) -> String {
+/// `port`'s worker, its peers, and the chat app's origin that may frame the panel.
+fn config(port: u16, mcp_url: &str, agent_url: &str, chat_port: u16) -> String {
     let hash = tasklatch_worker::token::hash_token;
     format!(
         r#"
@@ -73,6 +76,7 @@ assistant_id = "echo"
 owner_metadata_key = "owner"
 [ui]
 enabled = true
+frame_ancestors = ["http://127.0.0.1:{chat_port}"]
 "#,
         a = ALICE.0,
         ah = hash(ALICE.1),
@@ -91,8 +95,9 @@ fn shots_dir() -> PathBuf {
     dir
 }
 
-/// Runs `panel.cjs` to its end: the JSON lines it printed.
-fn run_scenarios(worker: &Worker, threads: (&str, &str)) -> Vec<Value> {
+/// Runs `panel.cjs` to its end: the JSON lines it printed. `chat_ports`: the chat app
+/// allowed to frame the panel, and one that is not.
+fn run_scenarios(worker: &Worker, threads: (&str, &str), chat_ports: (u16, u16)) -> Vec<Value> {
     let browser = chromium().unwrap_or_else(|e| panic!("no browser for the panel's tests: {e}"));
     let mut child = Command::new("node")
         .arg(repo_path("tests/ui_browser/panel.cjs"))
@@ -105,6 +110,8 @@ fn run_scenarios(worker: &Worker, threads: (&str, &str)) -> Vec<Value> {
         .env("BOB_THREAD", threads.1)
         .env("HOSTILE_NAME", HOSTILE_NAME)
         .env("SHOTS", shots_dir())
+        .env("CHAT_PORT", chat_ports.0.to_string())
+        .env("OTHER_CHAT_PORT", chat_ports.1.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -185,12 +192,22 @@ async fn the_panel_in_a_real_browser() {
         peers.new_thread(BOB.0).await,
     );
     let port = free_port().unwrap_or_else(|e| panic!("{e}"));
-    let text = config(port, &peers.mcp.url("/mcp"), &peers.langgraph.url(""));
+    let chat_ports = (free_port(), free_port());
+    let chat_ports = match chat_ports {
+        (Ok(a), Ok(b)) if a != b => (a, b),
+        other => panic!("no two free ports for the chat apps: {other:?}"),
+    };
+    let text = config(
+        port,
+        &peers.mcp.url("/mcp"),
+        &peers.langgraph.url(""),
+        chat_ports.0,
+    );
     let env = [("E2E_DATABASE_URL", db.url().to_owned())];
     let mut worker = Worker::new("panel", &dir, &text, port, &env);
     worker.start().await;
 
-    let lines = run_scenarios(&worker, (&threads.0, &threads.1));
+    let lines = run_scenarios(&worker, (&threads.0, &threads.1), chat_ports);
     let done = lines
         .iter()
         .find(|l| l["step"] == json!("done"))

@@ -6,9 +6,12 @@
 //
 // Environment: PW (the playwright-core folder), CHROMIUM (its executable), BASE (the worker's
 // URL), ALICE_TOKEN/ALICE_THREAD, BOB_TOKEN/BOB_THREAD (two owners and a thread of each),
-// HOSTILE_NAME (a task name full of markup) and SHOTS (the folder the screenshots go to).
+// HOSTILE_NAME (a task name full of markup), SHOTS (the folder the screenshots go to), and
+// CHAT_PORT/OTHER_CHAT_PORT (where the chat apps framing the panel are served: the first is in
+// the worker's ui.frame_ancestors, the second is not).
 "use strict";
 const assert = require("node:assert/strict");
+const http = require("node:http");
 const path = require("node:path");
 
 function env(name) {
@@ -238,6 +241,45 @@ async function hiddenPausesPolling(page, polls) {
   assert.ok(polls.length > before, "shown again, the page did not poll at once");
 }
 
+/** Serves, on 127.0.0.1:`port`, a chat app's page that shows `panelUrl` in an iframe. */
+function chatApp(port, panelUrl) {
+  const page = `<!doctype html><title>chat</title><h1>Chat</h1>` +
+    `<iframe id="tasks" src="${panelUrl}" width="860" height="420"></iframe>`;
+  const server = http.createServer((_, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(page);
+  });
+  return new Promise((resolve) => server.listen(port, "127.0.0.1", () => resolve(server)));
+}
+
+/** The panel inside a chat app's iframe: shown on the origin `ui.frame_ancestors` lists (the
+ * session cookie goes along: the same site), refused on another origin. */
+async function framed(browser, names) {
+  const url = `${BASE}/ui/threads/${ALICE.thread}`;
+  const allowed = await chatApp(Number(env("CHAT_PORT")), url);
+  const other = await chatApp(Number(env("OTHER_CHAT_PORT")), url);
+  try {
+    const alice = await signIn(browser, ALICE);
+    await alice.page.goto(`http://127.0.0.1:${env("CHAT_PORT")}/`);
+    const frame = alice.page.frameLocator("#tasks");
+    await frame.locator(`details.task[data-task="${names[0]}"]`).waitFor({ timeout: 10000 });
+    await alice.page.screenshot({ path: path.join(SHOTS, "panel-in-chat.png"), fullPage: true });
+    const refused = alice.page.waitForEvent("console", {
+      predicate: (m) => m.text().includes("frame-ancestors"),
+      timeout: 10000,
+    });
+    await alice.page.goto(`http://127.0.0.1:${env("OTHER_CHAT_PORT")}/`);
+    await refused;
+    const shown = await alice.page.frameLocator("#tasks").locator("#panel").count();
+    assert.equal(shown, 0, "the panel showed in a chat app the configuration does not list");
+    await alice.context.close();
+  } finally {
+    allowed.close();
+    other.close();
+  }
+  step("framed", {});
+}
+
 /** Another owner, signed in, gets a 404 for the victim's panel and tasks, and an empty
  * listing; `names` are the victim's task ids (the first is asked for) and names. */
 async function stranger(browser, names) {
@@ -270,6 +312,7 @@ async function main() {
     assert.deepEqual(alice.problems, [], "the page logged errors");
     await alice.context.close();
     const [watcher, polledJob] = await polled(browser);
+    await framed(browser, [named]);
     await stranger(browser, [report, question, named, "nightly report", "chart colour"]);
     step("done", { pushed: report, answered: question, hostile: named, watcher, polled: polledJob });
   } finally {
