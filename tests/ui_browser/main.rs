@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use tasklatch_peers::browser::chromium;
+use tasklatch_peers::browser::{chromium, Browser};
 use tasklatch_peers::free_port;
 use tasklatch_pg::harness::TestDb;
 
@@ -97,8 +97,12 @@ fn shots_dir() -> PathBuf {
 
 /// Runs `panel.cjs` to its end: the JSON lines it printed. `chat_ports`: the chat app
 /// allowed to frame the panel, and one that is not.
-fn run_scenarios(worker: &Worker, threads: (&str, &str), chat_ports: (u16, u16)) -> Vec<Value> {
-    let browser = chromium().unwrap_or_else(|e| panic!("no browser for the panel's tests: {e}"));
+fn run_scenarios(
+    browser: &Browser,
+    worker: &Worker,
+    threads: (&str, &str),
+    chat_ports: (u16, u16),
+) -> Vec<Value> {
     let mut child = Command::new("node")
         .arg(repo_path("tests/ui_browser/panel.cjs"))
         .env("PW", &browser.playwright)
@@ -207,7 +211,7 @@ async fn the_panel_in_a_real_browser() {
     let mut worker = Worker::new("panel", &dir, &text, port, &env);
     worker.start().await;
 
-    let lines = run_scenarios(&worker, (&threads.0, &threads.1), chat_ports);
+    let lines = run_scenarios(&browser, &worker, (&threads.0, &threads.1), chat_ports);
     let done = lines
         .iter()
         .find(|l| l["step"] == json!("done"))

@@ -27,6 +27,7 @@ use super::wakeup::LatencyStats;
 use super::BenchError;
 use site::{owner, Site, SERVER};
 use sqlx::PgPool;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tasklatch_core::engine::SubmitCommand;
 use tasklatch_core::ids::SeededIds;
@@ -111,7 +112,7 @@ async fn phases(
     let renders_before = renders(&viewers);
     let acked = change(&site, config, &ids, config.changes).await?;
     let latencies = shown(&viewers, &acked).await?;
-    let live = settled(&stats).await?.since(before).minus(idle);
+    let live = settled(&stats).await?.since(before).since(idle);
     Ok(PanelReport {
         config: config.clone(),
         latency: LatencyStats::of(latencies),
@@ -207,7 +208,7 @@ async fn shown(
 fn renders(viewers: &[Viewer]) -> u64 {
     viewers
         .iter()
-        .map(|v| *v.renders.lock().unwrap_or_else(|p| p.into_inner()))
+        .map(|v| v.renders.load(Ordering::Relaxed))
         .sum()
 }
 

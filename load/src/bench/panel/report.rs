@@ -25,11 +25,6 @@ impl DbWork {
             rows: self.rows - before.rows,
         }
     }
-
-    /// `self` less `other`.
-    pub fn minus(self, other: DbWork) -> DbWork {
-        self.since(other)
-    }
 }
 
 /// The three phases' figures.
@@ -54,7 +49,7 @@ pub struct PanelReport {
 impl PanelReport {
     /// The panels' own work per change: phase 3 less phase 1, per change.
     pub fn per_change(&self) -> (f64, f64) {
-        let own = self.live.minus(self.baseline);
+        let own = self.live.since(self.baseline);
         let n = f64::from(self.config.changes);
         (own.transactions as f64 / n, own.rows as f64 / n)
     }

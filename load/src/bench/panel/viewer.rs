@@ -8,6 +8,7 @@
 use crate::bench::BenchError;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -23,7 +24,7 @@ pub(super) type Seen = Arc<Mutex<BTreeMap<String, Instant>>>;
 /// An open panel's shared record.
 pub(super) struct Viewer {
     pub seen: Seen,
-    pub renders: Arc<Mutex<u64>>,
+    pub renders: Arc<AtomicU64>,
 }
 
 /// Opens the panel of `thread` with `token` and keeps it open until `stop`: once this returns,
@@ -95,7 +96,7 @@ struct Fetch {
     page: String,
     cookie: String,
     seen: Seen,
-    renders: Arc<Mutex<u64>>,
+    renders: Arc<AtomicU64>,
 }
 
 impl Fetch {
@@ -114,7 +115,7 @@ impl Fetch {
             return;
         };
         let at = Instant::now();
-        *self.renders.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.renders.fetch_add(1, Ordering::Relaxed);
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         for id in task_ids(&body) {
             seen.entry(id.to_owned()).or_insert(at);
